@@ -1,0 +1,142 @@
+"""``autoassist-features``: build the TF-IDF feature file of a binarised fairseq dataset.
+
+Example::
+
+    fairseq-preprocess --source-lang en --target-lang de ... --destdir data-bin/wmt14
+    autoassist-features data-bin/wmt14 --source-lang en --target-lang de
+"""
+
+import argparse
+import logging
+import os
+import sys
+import time
+from typing import Tuple
+
+import numpy as np
+import scipy.sparse as sp
+from tqdm import tqdm
+
+from .store import FeatureStore, dataset_fingerprint, feature_prefix
+from .tfidf import count_matrix, tfidf_features
+
+logger = logging.getLogger("autoassist_fairseq.features")
+
+_CHUNK = 200_000  # sentences per progress-bar step
+
+
+def dataset_prefix(data_dir: str, split: str, src: str, tgt: str, lang: str) -> str:
+    """Prefix of the binarised side *lang* of a split, in either direction as
+    fairseq's translation task accepts it; raises with the fix when missing."""
+    from fairseq.data import indexed_dataset
+
+    for a, b in ((src, tgt), (tgt, src)):
+        prefix = os.path.join(data_dir, f"{split}.{a}-{b}.{lang}")
+        if indexed_dataset.dataset_exists(prefix, impl=None):
+            return prefix
+    found = sorted(f for f in os.listdir(data_dir) if f.startswith(split + ".")) \
+        if os.path.isdir(data_dir) else []
+    raise FileNotFoundError(
+        f"Dataset not found: {split}.{src}-{tgt}.{lang} in {data_dir} "
+        f"(files for split {split!r}: {', '.join(found) or 'none'}). Check --source-lang/"
+        f"--target-lang/--split, or binarise the data first with fairseq-preprocess "
+        f"--source-lang {src} --target-lang {tgt} --destdir {data_dir}"
+    )
+
+
+def read_side(prefix: str) -> Tuple[np.ndarray, np.ndarray]:
+    """All token ids of one binarised side and their sentence offsets.
+
+    For fairseq's default ``mmap`` format the token stream is read in one piece
+    straight from the memory-mapped ``.bin`` file; other formats go sentence by sentence.
+    """
+    from fairseq.data import indexed_dataset
+
+    dataset = indexed_dataset.make_dataset(prefix, impl=indexed_dataset.infer_dataset_impl(prefix))
+    sizes = np.asarray(dataset.sizes, dtype=np.int64)
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    if isinstance(dataset, indexed_dataset.MMapIndexedDataset):
+        index = dataset._index
+        itemsize = np.dtype(index.dtype).itemsize
+        if np.array_equal(np.asarray(index._pointers, dtype=np.int64), offsets[:-1] * itemsize):
+            tokens = np.frombuffer(dataset._bin_buffer, dtype=index.dtype, count=int(offsets[-1]))
+            # copy: the buffer is unmapped when *dataset* is garbage-collected
+            return tokens.astype(np.int64), offsets
+    tokens = np.empty(int(offsets[-1]), dtype=np.int64)
+    for i in tqdm(range(len(sizes)), desc=f"read {os.path.basename(prefix)}", unit="sent",
+                  mininterval=1.0, disable=None):
+        tokens[offsets[i]:offsets[i + 1]] = dataset[i].numpy()
+    return tokens, offsets
+
+
+def build_features(data_dir: str, src: str, tgt: str, split: str = "train") -> str:
+    """Compute and store the features of one split; returns the file prefix."""
+    from fairseq.data import Dictionary
+
+    if not os.path.isdir(data_dir):
+        raise FileNotFoundError(f"data directory not found: {data_dir} (give the --destdir "
+                                "of fairseq-preprocess)")
+    dict_paths = [os.path.join(data_dir, f"dict.{lang}.txt") for lang in (src, tgt)]
+    for path in dict_paths:
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"dictionary not found: {path}; check --source-lang/"
+                                    "--target-lang against the files fairseq-preprocess wrote")
+    prefixes = [dataset_prefix(data_dir, split, src, tgt, lang) for lang in (src, tgt)]
+    counts, sizes = [], []
+    for path, prefix in zip(dict_paths, prefixes):
+        dictionary = Dictionary.load(path)
+        tokens, offsets = read_side(prefix)
+        sizes.append(np.diff(offsets))
+        ignore = (dictionary.bos(), dictionary.pad(), dictionary.eos())
+        chunks = []
+        for start in tqdm(range(0, len(offsets) - 1, _CHUNK), desc=f"count {os.path.basename(prefix)}",
+                          unit="chunk", disable=None):
+            stop = min(start + _CHUNK, len(offsets) - 1)
+            chunks.append(count_matrix(tokens[offsets[start]:offsets[stop]],
+                                       offsets[start:stop + 1] - offsets[start], len(dictionary), ignore))
+
+        counts.append(sp.vstack(chunks, format="csr") if chunks else
+                      sp.csr_matrix((0, len(dictionary)), dtype=np.float32))
+    features = tfidf_features(*counts)
+    prefix = feature_prefix(data_dir, split, src, tgt)
+    FeatureStore.save(prefix, features, {
+        "split": split, "source_lang": src, "target_lang": tgt,
+        "src_dim": counts[0].shape[1], "tgt_dim": counts[1].shape[1],
+        "fingerprint": dataset_fingerprint(sizes[0], sizes[1], dict_paths),
+    })
+    return prefix
+
+
+def get_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autoassist-features",
+        description="Build the TF-IDF features of every source-target pair of a binarised "
+                    "fairseq dataset (the output of fairseq-preprocess), for the AutoAssist task.")
+    parser.add_argument("data_dir", help="directory written by fairseq-preprocess")
+    parser.add_argument("-s", "--source-lang", required=True, help="source language")
+    parser.add_argument("-t", "--target-lang", required=True, help="target language")
+    parser.add_argument("--split", default="train", help="dataset split (default: train)")
+    return parser
+
+
+def cli_main(argv=None) -> int:
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+                        level=logging.INFO, stream=sys.stdout)
+    start = time.perf_counter()
+    try:
+        prefix = build_features(args.data_dir, args.source_lang, args.target_lang, args.split)
+    except (FileNotFoundError, ValueError) as err:
+        logger.error(str(err))
+        return 1
+    store = FeatureStore.open(prefix)
+    seconds = time.perf_counter() - start
+    logger.info(f"wrote {prefix}.{{json,indptr.npy,indices.npy,data.npy}}: {store.num_rows} pairs, "
+                f"dim {store.dim}, {store.meta['nnz']} nonzeros in {seconds:.1f}s "
+                f"({store.num_rows / max(seconds, 1e-9):,.0f} pairs/s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli_main())

@@ -1,0 +1,150 @@
+"""The feature file: a CSR matrix stored as three ``.npy`` arrays plus a JSON header.
+
+Every worker's Assistant memory-maps the same arrays instead of loading a copy, so N
+workers on a machine share one set of pages in the OS page cache. The header records the
+row count, the dimensions and a fingerprint of the dataset and dictionaries; ``open``
+refuses a file that does not match the dataset it is used with, or that is truncated.
+"""
+
+import hashlib
+import json
+import os
+from typing import Optional, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+FORMAT_VERSION = 1
+_ARRAYS = ("indptr", "indices", "data")
+
+
+def feature_prefix(data_dir: str, split: str, src: str, tgt: str) -> str:
+    """Path prefix of the feature files of one split and language pair."""
+    return os.path.join(data_dir, f"{split}.{src}-{tgt}.autoassist")
+
+
+def build_command(data_dir: str, split: str, src: str, tgt: str) -> str:
+    """The command that (re)builds a feature file: quoted in every error message."""
+    return f"autoassist-features {data_dir} --source-lang {src} --target-lang {tgt} --split {split}"
+
+
+def dataset_fingerprint(src_sizes, tgt_sizes, dict_paths: Sequence[str]) -> str:
+    """SHA-256 over the sentence lengths of both sides and the dictionary files.
+
+    Cheap to compute at every start (no token is read), and it changes when the data
+    is re-binarised with other text, another order or another dictionary.
+    """
+    digest = hashlib.sha256()
+    for sizes in (src_sizes, tgt_sizes):
+        digest.update(np.ascontiguousarray(sizes, dtype=np.int64).tobytes())
+    for path in dict_paths:
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest()
+
+
+class FeatureStore:
+    """Read-only, memory-mapped TF-IDF features, one row per dataset index.
+
+    Args:
+        prefix (str): path prefix as given by :func:`feature_prefix`.
+        meta (dict): the JSON header.
+    """
+
+    def __init__(self, prefix: str, meta: dict):
+        self.prefix = prefix
+        self.meta = meta
+        self.num_rows = int(meta["num_rows"])
+        self.dim = int(meta["dim"])
+        arrays = {name: np.load(f"{prefix}.{name}.npy", mmap_mode="r") for name in _ARRAYS}
+        self.indptr, self.indices, self.data = (arrays[n] for n in _ARRAYS)
+
+    # -- writing -------------------------------------------------------------------
+    @staticmethod
+    def save(prefix: str, features: sp.csr_matrix, meta: dict) -> None:
+        """Write *features* and *meta*; the header goes last, so a crash mid-write
+        leaves no header and the file is rebuilt rather than read half-written."""
+        features = features.tocsr()
+        features.sort_indices()
+        header_path = prefix + ".json"
+        if os.path.exists(header_path):
+            os.remove(header_path)
+        arrays = {
+            "indptr": features.indptr.astype(np.int64),
+            "indices": features.indices.astype(np.int32),
+            "data": features.data.astype(np.float32),
+        }
+        for name, array in arrays.items():
+            np.save(f"{prefix}.{name}.npy", array)
+        meta = dict(meta, version=FORMAT_VERSION, num_rows=features.shape[0],
+                    dim=features.shape[1], nnz=int(features.nnz))
+        tmp = header_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(meta, f, indent=1)
+        os.replace(tmp, header_path)
+
+    # -- reading -------------------------------------------------------------------
+    @classmethod
+    def open(cls, prefix: str, fingerprint: Optional[str] = None,
+             num_rows: Optional[int] = None, rebuild_hint: str = "") -> "FeatureStore":
+        """Map a feature file, checking it against the dataset it will be used with.
+
+        Args:
+            prefix (str): path prefix of the files.
+            fingerprint (str, optional): :func:`dataset_fingerprint` of the dataset.
+            num_rows (int, optional): number of pairs in the dataset.
+            rebuild_hint (str, optional): command that rebuilds the file, for errors.
+
+        Raises:
+            FileNotFoundError: no feature file at *prefix*.
+            ValueError: the file is truncated or belongs to other data.
+        """
+        fix = f"; build it with: {rebuild_hint}" if rebuild_hint else ""
+        rebuild = f"; rebuild it with: {rebuild_hint}" if rebuild_hint else ""
+        header_path = prefix + ".json"
+        if not os.path.exists(header_path):
+            raise FileNotFoundError(f"AutoAssist feature file not found: {header_path}{fix}")
+        with open(header_path) as f:
+            meta = json.load(f)
+        if meta.get("version") != FORMAT_VERSION:
+            raise ValueError(f"{header_path} has format version {meta.get('version')}, "
+                             f"expected {FORMAT_VERSION}{rebuild}")
+        expected = {"indptr": (meta["num_rows"] + 1, np.int64),
+                    "indices": (meta["nnz"], np.int32), "data": (meta["nnz"], np.float32)}
+        for name, (length, dtype) in expected.items():
+            path = f"{prefix}.{name}.npy"
+            try:
+                array = np.load(path, mmap_mode="r")
+            except (OSError, ValueError) as err:  # missing or cut short
+                raise ValueError(f"feature file {path} is missing or truncated ({err})"
+                                 f"{rebuild}") from None
+            if array.shape != (length,) or array.dtype != dtype:
+                raise ValueError(f"feature file {path} holds {array.shape} {array.dtype}, "
+                                 f"expected ({length},) {np.dtype(dtype)}: it is truncated or "
+                                 f"from another build{rebuild}")
+        if num_rows is not None and meta["num_rows"] != num_rows:
+            raise ValueError(f"feature file {header_path} has {meta['num_rows']} rows but the "
+                             f"dataset has {num_rows} pairs: it was built for other data"
+                             f"{rebuild}")
+        if fingerprint is not None and meta.get("fingerprint") != fingerprint:
+            raise ValueError(f"feature file {header_path} does not match the dataset or its "
+                             f"dictionaries (fingerprint differs): it was built for other data"
+                             f"{rebuild}")
+        store = cls(prefix, meta)
+        if store.indptr[-1] != meta["nnz"]:
+            raise ValueError(f"feature file {prefix}.indptr.npy is inconsistent with its "
+                             f"header{rebuild}")
+        return store
+
+    def rows(self, ids: np.ndarray) -> sp.csr_matrix:
+        """The feature rows of dataset indices *ids*, gathered without a Python loop."""
+        ids = np.asarray(ids, dtype=np.int64)
+        starts = self.indptr[ids]
+        lengths = self.indptr[ids + 1] - starts
+        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        # positions of every nonzero of the selected rows in the stored arrays
+        gather = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
+        return sp.csr_matrix(
+            (self.data[gather], self.indices[gather], indptr), shape=(len(ids), self.dim)
+        )

@@ -1,0 +1,72 @@
+"""Step 5 of the data flow: per-sentence Boss losses, taken from the training forward pass.
+
+As fairseq's ``examples/translation_moe`` does, the criterion's ``compute_loss`` is asked
+for token-level losses (``reduce=False``) instead of their sum. During one training step we
+shadow the criterion's bound ``compute_loss`` with a wrapper that keeps a detached copy of
+the token losses and returns their sum, so the loss and its gradient are the criterion's
+own (summed in a different order: equal up to float rounding) and no second forward pass
+is run.
+
+A sentence's loss is the *mean* over its non-padding target tokens: the Assistant
+compares sentences of every length against one threshold T_k, and a summed loss would
+mostly tell long sentences from short ones.
+"""
+
+import inspect
+
+import numpy as np
+import torch
+
+
+def check_criterion(criterion) -> None:
+    """Fail early, naming the fix, if *criterion* cannot give token-level losses."""
+    compute_loss = getattr(criterion, "compute_loss", None)
+    if compute_loss is None or "reduce" not in inspect.signature(compute_loss).parameters:
+        raise ValueError(
+            f"--task autoassist_translation needs token-level losses, but criterion "
+            f"{type(criterion).__name__} has no compute_loss(model, net_output, sample, reduce); "
+            "use --criterion cross_entropy or --criterion label_smoothed_cross_entropy")
+
+
+class capture_token_losses:
+    """Context manager: within it, *criterion*'s loss also leaves its per-token terms in
+    ``self.token_losses`` (a detached tensor, ``bsz * tgt_len`` values, 0 at padding)."""
+
+    def __init__(self, criterion):
+        check_criterion(criterion)
+        self.criterion = criterion
+        self.token_losses = None
+
+    def __enter__(self):
+        original = self.criterion.compute_loss
+
+        def compute_loss(model, net_output, sample, reduce=True):
+            out = original(model, net_output, sample, reduce=False)
+            terms = out if isinstance(out, tuple) else (out,)
+            self.token_losses = terms[0].detach()
+            if not reduce:
+                return out
+            summed = tuple(t.sum() for t in terms)
+            return summed if isinstance(out, tuple) else summed[0]
+
+        self.criterion.compute_loss = compute_loss  # instance attribute, removed on exit
+        return self
+
+    def __exit__(self, *exc):
+        del self.criterion.compute_loss
+        return False
+
+
+def per_sentence_loss(token_losses: torch.Tensor, sample: dict, padding_idx: int):
+    """Mean token loss of every sentence of *sample*.
+
+    Returns:
+        tuple: (dataset ids, losses), both numpy arrays of length bsz.
+    """
+    target = sample["target"]
+    bsz = target.size(0)
+    tokens = token_losses.reshape(bsz, -1).float()
+    # criteria may drop a target prefix (--ignore-prefix-size): align the mask from the end
+    mask = target[:, target.size(1) - tokens.size(1):].ne(padding_idx)
+    losses = tokens.sum(1) / mask.sum(1).clamp(min=1)
+    return sample["id"].cpu().numpy().astype(np.int64), losses.cpu().numpy().astype(np.float64)

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Create or reuse the project's virtual environment in .venv and activate it.
+# Sourced by scripts/test.sh and scripts/demo.sh. The install is redone only when
+# setup.py changes; pip's wheel cache keeps the fairseq build (about 4 minutes) for reuse.
+set -euo pipefail
+_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+_venv="$_root/.venv"
+_python="${PYTHON:-python3}"
+if [ ! -x "$_venv/bin/python" ]; then
+    echo "[setup] creating virtual environment $_venv"
+    "$_python" -m venv "$_venv"
+fi
+# shellcheck disable=SC1091
+source "$_venv/bin/activate"
+_stamp="$_venv/.autoassist-installed"
+_want="$(sha256sum "$_root/setup.py" | cut -d' ' -f1)"
+if [ ! -f "$_stamp" ] || [ "$(cat "$_stamp")" != "$_want" ]; then
+    echo "[setup] installing torch==2.13.0 (CPU) first, so pip never pulls a CUDA build"
+    python -m pip install --quiet torch==2.13.0
+    echo "[setup] installing autoassist-fairseq with its test and plot extras (fairseq builds once, ~4 min)"
+    python -m pip install --quiet -e "$_root[test,plot]"
+    echo "$_want" > "$_stamp"
+else
+    echo "[setup] reusing $_venv"
+fi

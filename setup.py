@@ -1,0 +1,41 @@
+"""autoassist-fairseq: AutoAssist (Zhang, Yu & Dhillon, NeurIPS 2019) as a fairseq plugin."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="autoassist-fairseq",
+    version="0.1.0",
+    description=(
+        "A CPU Assistant that learns which sentence pairs the fairseq Boss model still "
+        "learns from, and leaves the easy ones out of its batches"
+    ),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="MIT",
+    python_requires=">=3.8",
+    packages=find_packages(include=["autoassist_fairseq", "autoassist_fairseq.*"]),
+    install_requires=[
+        # Both distributions provide the same `fairseq` module; the official 0.12.2
+        # fails at import on Python >= 3.11 (dataclass mutable-default error).
+        "fairseq==0.12.2; python_version < '3.11'",
+        "fairseq-fixed==0.12.3.1; python_version >= '3.11'",
+        # Any torch that fairseq accepts; scripts/ install torch==2.13.0 (CPU) first so
+        # that pip never resolves a CUDA build on CPU machines.
+        "torch",
+        "numpy",
+        "scipy",
+        "scikit-learn",
+        "sacrebleu>=2.0",
+        "sentencepiece",
+        "tqdm",
+    ],
+    extras_require={
+        "test": ["pytest"],
+        "plot": ["matplotlib"],
+    },
+    entry_points={
+        "console_scripts": [
+            "autoassist-features = autoassist_fairseq.features.build:cli_main",
+        ],
+    },
+)
