@@ -7,3 +7,9 @@ from utils import make_binarized
 def tiny_data(tmp_path_factory):
     """A 600-pair binarised toy corpus with its feature file."""
     return make_binarized(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="session")
+def train_data(tmp_path_factory):
+    """A 2000-pair toy corpus: enough for a few hundred updates of a tiny Boss."""
+    return make_binarized(tmp_path_factory.mktemp("train"), n_train=2000, n_valid=100)

@@ -13,21 +13,26 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 BIN = Path(sys.executable).parent
 
 
-def write_parallel(out_dir, split, n_pairs, seed=0, vocab=60, src="src", tgt="tgt"):
-    """A learnable toy language pair: the target is the source reversed, each word mapped
-    to another word; length 3..20. Words below ``vocab // 6`` are ambiguous (each
-    occurrence translates to one of four words at random), so pairs that contain them stay
-    hard for the Boss, and their features say so. Returns the source sentences."""
+def write_parallel(out_dir, split, n_pairs, seed=0, vocab=40, src="src", tgt="tgt",
+                   noisy=0.3):
+    """A learnable toy language pair: the target is the source, each word mapped
+    to another word; length 3..15. A share *noisy* of the pairs carries the source word
+    ``noise`` and a random target: those stay hard for the Boss however long it trains,
+    and their features say so. Returns the source sentences."""
     rng = np.random.default_rng(seed)
     os.makedirs(out_dir, exist_ok=True)
     sources = []
     with open(f"{out_dir}/{split}.{src}", "w") as fs, open(f"{out_dir}/{split}.{tgt}", "w") as ft:
         for _ in range(n_pairs):
-            words = rng.integers(0, vocab, size=rng.integers(3, 21))
-            fs.write(" ".join(f"s{w}" for w in words) + "\n")
-            out = [(w * 7) % vocab if w >= vocab // 6 else vocab + 4 * w + rng.integers(4)
-                   for w in words[::-1]]
-            ft.write(" ".join(f"t{w}" for w in out) + "\n")
+            words = rng.integers(0, vocab, size=rng.integers(3, 16))
+            source = [f"s{w}" for w in words]
+            if rng.random() < noisy:
+                source.insert(int(rng.integers(len(source))), "noise")
+                target = rng.integers(0, vocab, size=len(words))
+            else:
+                target = (words * 7) % vocab
+            fs.write(" ".join(source) + "\n")
+            ft.write(" ".join(f"t{w}" for w in target) + "\n")
             sources.append(words)
     return sources
 
@@ -65,11 +70,49 @@ TINY_TRANSFORMER = [
 ]
 
 
-def train_args(data, save_dir, arch_args=TINY_TRANSFORMER, extra=()):
+LABEL_SMOOTHED = ("--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1")
+
+
+def train_args(data, save_dir, arch_args=TINY_TRANSFORMER, extra=(), criterion=LABEL_SMOOTHED):
     return ["fairseq-train", data, "--user-dir", USER_DIR, "--task", "autoassist_translation",
-            *arch_args, "--optimizer", "adam", "--lr", "0.003", "--lr-scheduler", "inverse_sqrt",
-            "--warmup-updates", "20", "--criterion", "label_smoothed_cross_entropy",
-            "--label-smoothing", "0.1", "--max-tokens", "600", "--cpu", "--seed", "1",
+            *arch_args, "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt",
+            "--warmup-updates", "20", *criterion, "--max-tokens", "600", "--cpu", "--seed", "1",
             "--save-dir", save_dir, "--log-format", "simple", "--log-interval", "10",
             "--no-epoch-checkpoints", "--num-workers", "0", "--assistant-window", "256",
             *extra]
+
+
+def log_records(output, kind="train_inner"):
+    """The ``key=value`` fields of fairseq's simple-format log lines of one kind."""
+    records = []
+    for line in output.splitlines():
+        if f"| {kind} |" not in line:
+            continue
+        fields = {}
+        for part in line.split("|")[-1].replace(",", " ").split():
+            if "=" in part:
+                key, value = part.split("=", 1)
+                try:
+                    fields[key] = float(value)
+                except ValueError:
+                    fields[key] = value
+        records.append(fields)
+    return records
+
+
+def children(pid):
+    """Direct child processes of *pid*."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def running(pid):
+    """True while *pid* runs (a zombie waiting for its reaper has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -45,6 +45,7 @@ class AssistantSchedule:
         self.threshold: Optional[float] = None
         self.accuracy = 0.5
         self.chance = 1.0
+        self.positive_rate = 0.5
         self.lam = 0.0
         self.num_batches = 0
 
@@ -54,11 +55,17 @@ class AssistantSchedule:
         return (losses > self.threshold).astype(np.float64)
 
     def observe(self, probs: np.ndarray, labels: np.ndarray) -> float:
-        """Score predictions made before learning from *labels*; returns batch accuracy."""
-        accuracy = float(np.mean((probs > 0.5) == (labels > 0.5)))
-        positive = float(np.mean(labels))
-        chance = max(positive, 1.0 - positive)
+        """Score predictions made before learning from *labels*; returns batch accuracy.
+
+        The chance baseline is a constant guess of the label that has been the majority so
+        far (not of this batch's majority, which would peek at the labels being scored).
+        """
+        hard = labels > 0.5
+        accuracy = float(np.mean((probs > 0.5) == hard))
         a = self.accuracy_decay if self.num_batches else 0.0
+        guess = self.positive_rate > 0.5 if self.num_batches else bool(hard.mean() > 0.5)
+        chance = float(np.mean(hard == guess))
+        self.positive_rate = a * self.positive_rate + (1.0 - a) * float(hard.mean())
         self.accuracy = a * self.accuracy + (1.0 - a) * accuracy
         self.chance = a * self.chance + (1.0 - a) * chance
         self.num_batches += 1
@@ -66,7 +73,7 @@ class AssistantSchedule:
             self.lam = min(self.lambda_max, chance_corrected(self.accuracy, self.chance))
         return accuracy
 
-    _STATE = ("threshold", "accuracy", "chance", "lam", "num_batches")
+    _STATE = ("threshold", "accuracy", "chance", "positive_rate", "lam", "num_batches")
 
     def state_dict(self) -> dict:
         return {k: getattr(self, k) for k in self._STATE}

@@ -16,6 +16,7 @@ import time
 from typing import Callable, List, Optional
 
 import numpy as np
+import torch
 from fairseq.data.iterators import CountingIterator, EpochBatchIterating
 
 from ..assistant.process import AssistantDied, AssistantProcess
@@ -63,6 +64,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self._plan: Optional[dict] = None  # Boss-side mirror of the generator's epoch state
         self.rate = 1.0
         self.rank_states: List[Optional[dict]] = [None] * num_shards
+        self.batches_done = 0  # batches this rank has trained on, over the whole run
+        self.rank_batches: List[int] = [0] * num_shards  # every rank's, at the last epoch start
         self.assistant_stats: dict = {}
         self.totals = dict.fromkeys(_COUNTERS + ("wait_seconds",), 0.0)
         self._logged = dict(self.totals)
@@ -133,6 +136,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                 continue
             batch = plan["pending"].pop(0)
             yielded += 1
+            self.batches_done += 1
             yield self.collate_fn([self.dataset[int(i)] for i in batch])
 
     def _next_window(self, plan) -> WindowPlan:
@@ -191,20 +195,27 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             if state is not None:
                 self.process.send(LoadState(state["assistant"]))
                 self.rate = resume.get("rate", self.rate)
-                s = state["stats"]
-                logger.info(f"restored Assistant state: T_k={s['threshold']:.4f} "
-                            f"lambda_k={s['lambda']:.4f} accuracy={s['accuracy']:.4f} "
+                s = self.process.request_state()["stats"]  # as the process now holds it
+                logger.info(f"restored Assistant state: T_k={s['threshold']:.6f} "
+                            f"lambda_k={s['lambda']:.6f} accuracy={s['accuracy']:.6f} "
                             f"after {s['updates']} updates")
         if resume is not None and resume.get("totals"):
             self.totals.update(resume["totals"])
             self._logged = dict(self.totals)
+            self.batches_done = resume.get("batches_done", 0)
 
     def _agree_num_batches(self) -> int:
         """Batches in this epoch: the same on every rank, computed from every rank's view."""
-        mine = {"full": self.generator.epoch_batch_count(self.epoch), "rate": self.rate}
+        mine = {"full": self.generator.epoch_batch_count(self.epoch), "rate": self.rate,
+                "batches": self.batches_done}
         if self.num_shards > 1:
             mine["state"] = self._assistant_state()
         views = self.all_gather(mine)
+        self.rank_batches = [v["batches"] for v in views]
+        if len(set(self.rank_batches)) > 1:  # cannot happen by construction; never hang on it
+            raise RuntimeError(f"workers trained on different numbers of batches "
+                               f"{self.rank_batches}: their collectives would hang; please "
+                               "report this, and relaunch with --reset-dataloader")
         if self.num_shards > 1:
             self.rank_states = [v["state"] for v in views]
         return max(min(v["full"], max(1, math.ceil(v["full"] * v["rate"]))) for v in views)
@@ -272,16 +283,17 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             ranks[self.shard_id] = own
         return {
             "version": 2, "epoch": epoch, "iterations_in_epoch": offset, "shuffle": self.shuffle,
-            "autoassist": {
+            "autoassist": to_checkpoint({
                 "version": 1, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
                 "num_batches": len(self._cur_epoch_itr) if not finished else None,
                 "plan": plan, "ranks": ranks, "rate": self.rate, "totals": dict(self.totals),
-            },
+                "batches_done": self.batches_done, "rank_batches": list(self.rank_batches),
+            }),
         }
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.epoch = state_dict["epoch"]
-        saved = state_dict.get("autoassist")
+        saved = from_checkpoint(state_dict.get("autoassist"))
         offset = state_dict.get("iterations_in_epoch", 0)
         if saved is None:
             logger.info("the checkpoint has no Assistant state (plain translation run?): "
@@ -294,3 +306,28 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def shutdown(self) -> None:
         if self.process is not None:
             self.process.shutdown()
+
+
+def to_checkpoint(obj):
+    """numpy arrays -> torch tensors, numpy scalars -> Python numbers: fairseq checkpoints
+    are read with torch's weights-only unpickler (torch >= 2.6), which refuses numpy."""
+    if isinstance(obj, dict):
+        return {k: to_checkpoint(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_checkpoint(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(obj))
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def from_checkpoint(obj):
+    """The inverse of :func:`to_checkpoint`."""
+    if isinstance(obj, dict):
+        return {k: from_checkpoint(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [from_checkpoint(v) for v in obj]
+    if isinstance(obj, torch.Tensor):
+        return obj.numpy()
+    return obj

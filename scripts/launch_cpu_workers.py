@@ -1,0 +1,91 @@
+#!/usr/bin/env python
+"""Run fairseq-train as N CPU workers on this machine (gloo), one Assistant each.
+
+``torchrun`` cannot start fairseq on CPU (fairseq divides by torch.cuda.device_count()),
+so this starts the N ranks itself, with fairseq's own --distributed-no-spawn flags:
+
+    python scripts/launch_cpu_workers.py 2 -- fairseq-train DATA --task autoassist_translation ...
+
+Every worker's output goes to this terminal prefixed with its rank. If a worker fails,
+the others are stopped; Ctrl-C or SIGTERM stops all of them. The exit code is the first
+failing worker's.
+"""
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _relay(rank, stream):
+    for line in iter(stream.readline, ""):
+        sys.stdout.write(f"[rank {rank}] {line}")
+        sys.stdout.flush()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("workers", type=int, help="number of CPU workers (ranks)")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="-- fairseq-train DATA ... (without distributed flags)")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.workers < 1 or not command:
+        parser.error("give a number of workers >= 1 and, after --, the fairseq-train command")
+    port = free_port()
+    procs = []
+    for rank in range(args.workers):
+        cmd = command + [
+            "--cpu", "--distributed-backend", "gloo",
+            "--distributed-world-size", str(args.workers), "--distributed-rank", str(rank),
+            "--distributed-init-method", f"tcp://127.0.0.1:{port}",
+            "--distributed-no-spawn", "--device-id", "0"]
+        if "--ddp-backend" not in command:
+            # torch's DistributedDataParallel refuses CPU modules with device ids, which
+            # fairseq always passes; fairseq's own legacy_ddp all-reduces on CPU
+            cmd += ["--ddp-backend", "legacy_ddp"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+        threading.Thread(target=_relay, args=(rank, proc.stdout), daemon=True).start()
+        procs.append(proc)
+
+    def stop_all(signum=signal.SIGTERM, frame=None):
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signum)
+
+    signal.signal(signal.SIGINT, lambda s, f: stop_all(signal.SIGINT))
+    signal.signal(signal.SIGTERM, lambda s, f: stop_all(signal.SIGTERM))
+    code = 0
+    try:
+        while any(p.poll() is None for p in procs):
+            failed = [p for p in procs if p.poll() not in (None, 0)]
+            if failed and code == 0:
+                code = failed[0].returncode
+                print(f"[launcher] rank {procs.index(failed[0])} exited with {code}: "
+                      "stopping the others", flush=True)
+                stop_all()
+            time.sleep(0.2)
+    finally:
+        deadline = time.monotonic() + 10
+        for p in procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    return code or next((p.returncode for p in procs if p.returncode), 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""scripts/evaluate.sh: fairseq-generate + detokenised sacreBLEU on a briefly trained model."""
+
+import re
+
+import pytest
+
+from scripts_helpers import SCRIPTS, make_synthetic_data, run
+
+SIGNATURE = re.compile(r"nrefs:1\|case:mixed\|eff:no\|tok:13a\|smooth:exp\|version:\d")
+
+TINY_TRANSFORMER = [
+    "--arch", "transformer", "--encoder-layers", "1", "--decoder-layers", "1",
+    "--encoder-embed-dim", "32", "--decoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
+    "--decoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
+    "--decoder-attention-heads", "2", "--share-all-embeddings",
+]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("evaluate")
+    data = make_synthetic_data(root, pairs=300, bpe_size=300)
+    save_dir = root / "checkpoints"
+    run(["fairseq-train", data, "--task", "translation", *TINY_TRANSFORMER,
+         "--optimizer", "adam", "--lr", "0.001", "--criterion", "label_smoothed_cross_entropy",
+         "--label-smoothing", "0.1", "--max-tokens", "500", "--max-update", "5", "--cpu",
+         "--save-dir", save_dir, "--save-interval-updates", "2", "--num-workers", "0",
+         "--log-format", "simple", "--seed", "1"], timeout=300)
+    return data, save_dir
+
+
+def test_evaluate_prints_sacrebleu_signature(trained):
+    data, save_dir = trained
+    proc = run([SCRIPTS / "evaluate.sh", data, save_dir, "--cpu", "--",
+                "--max-len-a", "1", "--max-len-b", "5"], timeout=300)
+    out = proc.stdout
+    assert re.search(r"^BLEU = \d+\.\d+ ", out, re.M), out
+    assert SIGNATURE.search(out), out
+    hyp = save_dir / "hyp.checkpoint_best.test.tgt"
+    refs = (data / "raw" / "test.tgt").read_text().splitlines()
+    assert len(hyp.read_text().splitlines()) == len(refs) == 30
+    assert "no hypothesis" not in proc.stderr  # every test sentence was translated
+
+
+def test_evaluate_averages_last_checkpoints(trained):
+    data, save_dir = trained
+    proc = run([SCRIPTS / "evaluate.sh", data, save_dir, "--avg-last", "2", "--beam", "2",
+                "--lenpen", "1.0", "--subset", "valid", "--cpu", "--",
+                "--max-len-a", "1", "--max-len-b", "5"], timeout=300)
+    assert "averaged 2 checkpoints (checkpoint_1_2.pt, checkpoint_1_4.pt)" in proc.stdout
+    assert (save_dir / "checkpoint.avg2.pt").exists()
+    assert SIGNATURE.search(proc.stdout)
+    assert len((save_dir / "hyp.checkpoint.avg2.valid.tgt").read_text().splitlines()) == 40
+
+
+def test_evaluate_errors_name_the_missing_thing(trained, tmp_path):
+    data, save_dir = trained
+    proc = run([SCRIPTS / "evaluate.sh", data, tmp_path], check=False)
+    assert proc.returncode != 0 and "checkpoint_last.pt" in proc.stderr
+    proc = run([SCRIPTS / "evaluate.sh", data, save_dir, "--avg-last", "9"], check=False)
+    assert proc.returncode != 0 and "only 2" in proc.stderr

@@ -1,0 +1,66 @@
+"""End to end: fairseq-train --task autoassist_translation with the paper's Boss families."""
+
+import pytest
+
+from utils import USER_DIR, log_records, run, train_args
+
+ARCHS = {
+    "transformer": None,  # utils.TINY_TRANSFORMER
+    "lstm": ["--arch", "lstm", "--encoder-embed-dim", "32", "--decoder-embed-dim", "32",
+             "--encoder-hidden-size", "32", "--decoder-hidden-size", "32",
+             "--decoder-out-embed-dim", "32", "--share-all-embeddings"],
+    "fconv": ["--arch", "fconv", "--encoder-embed-dim", "32", "--decoder-embed-dim", "32",
+              "--encoder-layers", "[(32, 3)] * 2", "--decoder-layers", "[(32, 3)] * 2",
+              "--decoder-out-embed-dim", "32", "--decoder-attention", "True"],
+}
+
+
+def _train(data, save_dir, arch, extra=(), **kwargs):
+    if ARCHS[arch] is not None:
+        kwargs["arch_args"] = ARCHS[arch]
+    return run(train_args(data, save_dir, extra=["--max-update", "400", *extra], **kwargs))
+
+
+@pytest.fixture(scope="module")
+def transformer_run(train_data, tmp_path_factory):
+    save_dir = tmp_path_factory.mktemp("transformer")
+    return save_dir, _train(train_data, save_dir, "transformer")
+
+
+def _check_assistant_took_over(output):
+    records = log_records(output)
+    assert records[-1]["num_updates"] == 400
+    late = records[len(records) // 2:]  # after warm-up
+    assert all(r["aa_accept_sent"] < 1 for r in late[-3:]), late[-3:]
+    assert late[-1]["aa_acc"] > late[-1]["aa_acc_base"]  # better than the majority guess
+    assert late[-1]["aa_lambda"] > 0
+    assert late[-1]["aa_skip_tok"] > 0
+
+
+def test_transformer_skips_easy_pairs(transformer_run):
+    _check_assistant_took_over(transformer_run[1].stdout)
+
+
+@pytest.mark.parametrize("arch", ["lstm", "fconv"])
+def test_other_boss_families(train_data, tmp_path, arch):
+    # plain cross-entropy with lstm, label smoothing with the others
+    kwargs = {"criterion": ("--criterion", "cross_entropy")} if arch == "lstm" else {}
+    proc = _train(train_data, tmp_path, arch, **kwargs)
+    _check_assistant_took_over(proc.stdout)
+
+
+def test_trained_model_decodes(train_data, transformer_run):
+    save_dir, _ = transformer_run
+    proc = run(["fairseq-generate", train_data, "--user-dir", USER_DIR, "--task",
+                "autoassist_translation", "--path", save_dir / "checkpoint_last.pt",
+                "--gen-subset", "valid", "--beam", "2", "--batch-size", "32", "--cpu"])
+    hyps = [line for line in proc.stdout.splitlines() if line.startswith("H-")]
+    sources = [line for line in proc.stdout.splitlines() if line.startswith("S-")]
+    assert len(hyps) == len(sources) >= 90
+    assert "BLEU" in proc.stdout + proc.stderr
+
+
+def test_update_freq_and_max_epoch(train_data, tmp_path):
+    proc = run(train_args(train_data, tmp_path, extra=["--max-epoch", "2", "--update-freq", "2"]))
+    assert "done training" in proc.stdout + proc.stderr
+    assert len(log_records(proc.stdout, "valid")) == 2
