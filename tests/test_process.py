@@ -7,6 +7,7 @@ import pytest
 
 from autoassist_fairseq.assistant.process import AssistantDied, AssistantProcess
 from autoassist_fairseq.data.messages import BeginEpoch
+from utils import running
 
 
 class SlowAssistant:
@@ -109,17 +110,9 @@ def test_child_exits_when_parent_dies(tmp_path):
     boss.wait()
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        if not _running(child):
+        if not running(child):
             break
         time.sleep(0.05)
     else:
         pytest.fail("the Assistant outlived its Boss")
 
-
-def _running(pid):
-    """True while *pid* runs (a zombie waiting for a reaper has ended)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False

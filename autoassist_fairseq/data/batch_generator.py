@@ -1,11 +1,14 @@
 """Windows of candidates -> Boss batches of accepted pairs, under fairseq's rules.
 
-An epoch visits every pair of the shard exactly once, in an order drawn from
-``(seed, epoch, shard)``. Candidates come in windows; each window is scored at once
-with the Assistant's *current* state, accepted pairs are sorted by length and cut by
-fairseq's own ``batch_by_size`` (so ``max_tokens``, ``max_sentences``,
-``required_batch_size_multiple`` and padding follow fairseq), and the window's batches
-are shuffled. Rejected pairs are candidates again next epoch.
+An epoch visits every pair of the shard exactly once. As fairseq does, the shard is
+sorted by length (ties in an order drawn from ``(seed, epoch, shard)``); windows are
+contiguous slices of that order, visited in random order, so each window holds pairs of
+similar length. Each window is scored at once with the Assistant's *current* state and
+its accepted pairs are cut by fairseq's own ``batch_by_size`` (so ``max_tokens``,
+``max_sentences``, ``required_batch_size_multiple`` and padding follow fairseq); the
+partly filled last batch of every window is deferred, and the remainders are batched
+together after the last window, so windows add almost no batches. Rejected pairs are
+candidates again next epoch.
 
 With a fixed batch count (distributed runs must agree on one), the last window is
 followed by a top-up window of the most useful rejected pairs, and a window that would
@@ -31,15 +34,15 @@ class BatchGenerator:
         max_tokens (int, optional): fairseq's ``--max-tokens``.
         max_sentences (int, optional): fairseq's ``--batch-size``.
         required_batch_size_multiple (int): fairseq's option of that name (default: 1).
-        window_size (int): candidates scored per window (default: 16384).
+        window_size (int): candidates scored per window (default: 4096).
         seed (int): fairseq's ``--seed`` (default: 1).
         num_shards, shard_id (int): this worker's disjoint part (default: 1, 0).
     """
 
-    VERSION = 1
+    VERSION = 2
 
     def __init__(self, indices, src_sizes, tgt_sizes, max_tokens=None, max_sentences=None,
-                 required_batch_size_multiple=1, window_size=16384, seed=1, num_shards=1,
+                 required_batch_size_multiple=1, window_size=4096, seed=1, num_shards=1,
                  shard_id=0):
         if max_tokens is None and max_sentences is None:
             raise ValueError("set --max-tokens or --batch-size: AutoAssist batches need a bound")
@@ -94,13 +97,17 @@ class BatchGenerator:
         return self._full_count
 
     def epoch_batch_count(self, epoch: int) -> int:
-        """Batches *epoch* would have if every candidate were accepted: window batching
-        leaves one partly filled batch per window, so this is a bit above
-        :meth:`full_batch_count`."""
+        """Batches *epoch* would have if every candidate were accepted (a little above
+        :meth:`full_batch_count`: windows cut the length order in a few more places)."""
         if epoch not in self._epoch_counts:
-            order, w = self._order(epoch), self.window_size
-            self._epoch_counts = {epoch: sum(len(self.make_batches(order[i:i + w]))
-                                             for i in range(0, len(order), w))}
+            order, windows = self._order(epoch)
+            count, deferred = 0, []
+            for w in range(self.num_windows):
+                batches = self.make_batches(self._window_ids(order, windows, w))
+                count += max(0, len(batches) - 1)
+                deferred += batches[-1:]
+            count += len(self.make_batches(np.concatenate(deferred))) if deferred else 0
+            self._epoch_counts = {epoch: count}
         return self._epoch_counts[epoch]
 
     # -- epochs ----------------------------------------------------------------------
@@ -108,9 +115,19 @@ class BatchGenerator:
         self.cursor = 0
         self.planned = 0
         self.rejected: List[np.ndarray] = []
+        self.deferred: List[np.ndarray] = []
 
-    def _order(self, epoch: int) -> np.ndarray:
-        return np.random.default_rng([self.seed, epoch, self.shard_id]).permutation(self.shard)
+    def _order(self, epoch: int):
+        """The shard in fairseq's length order (ties in random order), and the random order
+        in which its windows, contiguous slices of that order, are visited."""
+        rng = np.random.default_rng([self.seed, epoch, self.shard_id])
+        ids = rng.permutation(self.shard)
+        ids = ids[np.lexsort((self.tgt_sizes[ids], self.src_sizes[ids]))]  # stable
+        return ids, rng.permutation(self.num_windows)
+
+    def _window_ids(self, order, windows, w):
+        start = windows[w] * self.window_size
+        return order[start:start + self.window_size]
 
     def begin_epoch(self, epoch: int, num_batches: Optional[int] = None) -> None:
         """Start *epoch*; with *num_batches*, yield exactly that many batches."""
@@ -121,12 +138,19 @@ class BatchGenerator:
         self._reset_epoch_state()
 
     def next_window(self, accept_fn: AcceptFn) -> Optional[WindowPlan]:
-        """Score and batch the next window; None once the epoch is complete."""
+        """Score and batch the next window; None once the epoch is complete.
+
+        Windows ``0 .. num_windows - 1`` hold candidates; window ``num_windows`` batches the
+        partly filled last batches the others deferred; window ``num_windows + 1`` tops up
+        a fixed batch count.
+        """
         if self._order_cache is None:
             raise RuntimeError("call begin_epoch() before next_window()")
         if self.cursor < self.num_windows:
             return self._regular_window(accept_fn)
-        if self.cursor == self.num_windows and self.num_batches is not None \
+        if self.cursor == self.num_windows:
+            return self._deferred_window()
+        if self.cursor == self.num_windows + 1 and self.num_batches is not None \
                 and self.planned < self.num_batches:
             return self._top_up_window(accept_fn)
         return None
@@ -134,23 +158,41 @@ class BatchGenerator:
     def _window_rng(self, window: int) -> np.random.Generator:
         return np.random.default_rng([self.seed, self.epoch, self.shard_id, window, 1])
 
-    def _regular_window(self, accept_fn: AcceptFn) -> WindowPlan:
-        w = self.cursor
-        ids = self._order_cache[w * self.window_size:(w + 1) * self.window_size]
-        rng = self._window_rng(w)
-        prob = np.asarray(accept_fn(ids), dtype=np.float64)
-        accepted = rng.random(len(ids)) < prob
-        batches = self.make_batches(ids[accepted])
-        rng.shuffle(batches)
-        rejected = [ids[~accepted]]
+    def _room(self, batches, rejected):
+        """Cut *batches* to what the fixed count leaves; the surplus stays rejected."""
         if self.num_batches is not None and self.planned + len(batches) > self.num_batches:
             room = self.num_batches - self.planned
             rejected += batches[room:]
             batches = batches[:room]
+        return batches, rejected
+
+    def _regular_window(self, accept_fn: AcceptFn) -> WindowPlan:
+        w = self.cursor
+        ids = self._window_ids(*self._order_cache, w)
+        rng = self._window_rng(w)
+        prob = np.asarray(accept_fn(ids), dtype=np.float64)
+        accepted = rng.random(len(ids)) < prob
+        batches = self.make_batches(ids[accepted])
+        # the last batch is only partly filled: it waits for the other windows' remainders
+        deferred = batches.pop() if batches else np.zeros(0, np.int64)
+        rng.shuffle(batches)
+        batches, rejected = self._room(batches, [ids[~accepted]])
         cost = self.num_tokens(ids).astype(np.float64)
-        plan = self._plan(w, batches, np.concatenate(rejected),
+        plan = self._plan(w, batches, np.concatenate(rejected), deferred=deferred,
                           expected_token_rate=float((prob * cost).sum() / max(cost.sum(), 1.0)))
         plan.considered_pairs, plan.considered_tokens = len(ids), self.pair_tokens(ids)
+        plan.accepted_pairs += len(deferred)
+        plan.accepted_tokens += self.pair_tokens(deferred)
+        return plan
+
+    def _deferred_window(self) -> WindowPlan:
+        """The windows' remainders, batched together (already counted as accepted)."""
+        pool = np.concatenate(self.deferred) if self.deferred else np.zeros(0, np.int64)
+        batches = self.make_batches(pool)
+        self._window_rng(self.num_windows).shuffle(batches)
+        batches, rejected = self._room(batches, [np.zeros(0, np.int64)])
+        plan = self._plan(self.num_windows, batches, np.concatenate(rejected))
+        plan.accepted_pairs, plan.accepted_tokens = 0, 0
         return plan
 
     def _top_up_window(self, accept_fn: AcceptFn) -> WindowPlan:
@@ -167,30 +209,33 @@ class BatchGenerator:
             take = min(len(pool), take * 2)
         batches = batches[:need]
         batches += [np.zeros(0, np.int64)] * (need - len(batches))  # shard exhausted
-        self._window_rng(self.num_windows).shuffle(batches)
+        self._window_rng(self.num_windows + 1).shuffle(batches)
         used = np.concatenate(batches) if batches else np.zeros(0, np.int64)
         self.rejected = [np.setdiff1d(pool, used)]
-        plan = self._plan(self.num_windows, batches, np.zeros(0, np.int64), record=False)
+        plan = self._plan(self.num_windows + 1, batches, np.zeros(0, np.int64), record=False)
         # top-up pairs were counted as considered and rejected in their own window
         plan.topup_pairs, plan.accepted_pairs, plan.accepted_tokens = plan.accepted_pairs, 0, 0
         return plan
 
-    def _plan(self, window, batches, rejected, expected_token_rate=1.0, record=True):
+    def _plan(self, window, batches, rejected, deferred=None, expected_token_rate=1.0,
+              record=True):
         accepted = np.concatenate(batches) if batches else np.zeros(0, np.int64)
+        deferred = np.zeros(0, np.int64) if deferred is None else deferred
         self.cursor = window + 1
         self.planned += len(batches)
         if record:
             self.rejected.append(rejected)
+            self.deferred.append(deferred)
         return WindowPlan(epoch=self.epoch, window=window, batches=batches, rejected=rejected,
-                          accepted_pairs=len(accepted), accepted_tokens=self.pair_tokens(accepted),
+                          deferred=deferred, accepted_pairs=len(accepted),
+                          accepted_tokens=self.pair_tokens(accepted),
                           expected_token_rate=expected_token_rate)
 
     # -- resume ----------------------------------------------------------------------
     def state_dict(self) -> dict:
         return {"version": self.VERSION, "epoch": self.epoch, "num_batches": self.num_batches,
                 "next_window": self.cursor, "planned": self.planned,
-                "rejected": (np.concatenate(self.rejected) if self.rejected
-                             else np.zeros(0, np.int64))}
+                "rejected": concat_ids(self.rejected), "deferred": concat_ids(self.deferred)}
 
     def load_state_dict(self, state: dict) -> None:
         if state.get("version") != self.VERSION:
@@ -199,3 +244,9 @@ class BatchGenerator:
         self.begin_epoch(state["epoch"], state["num_batches"])
         self.cursor, self.planned = state["next_window"], state["planned"]
         self.rejected = [np.asarray(state["rejected"], dtype=np.int64)]
+        self.deferred = [np.asarray(state["deferred"], dtype=np.int64)]
+
+
+def concat_ids(arrays: List[np.ndarray]) -> np.ndarray:
+    """One id array from a list of them (empty list: an empty int64 array)."""
+    return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)

@@ -20,7 +20,7 @@ import torch
 from fairseq.data.iterators import CountingIterator, EpochBatchIterating
 
 from ..assistant.process import AssistantDied, AssistantProcess
-from .batch_generator import BatchGenerator
+from .batch_generator import BatchGenerator, concat_ids
 from .messages import BeginEpoch, LoadState, WindowPlan
 
 logger = logging.getLogger(__name__)
@@ -92,15 +92,18 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         num_batches = self._agree_num_batches()
         offset = 0
         plan = {"epoch": self.epoch, "num_batches": num_batches, "next_window": 0,
-                "planned": 0, "rejected": [], "pending": []}
+                "planned": 0, "rejected": [], "deferred": [], "pending": []}
         if resume is not None and resume.get("epoch") == self.epoch and resume["offset"] > 0:
             offset = resume["offset"]
             num_batches = resume["num_batches"] or num_batches
             saved = resume.get("plan")
-            if saved is not None and resume["world_size"] == self.num_shards:
+            # only the rank that writes checkpoints (0) has its plan saved
+            if saved is not None and resume["world_size"] == self.num_shards \
+                    and self.shard_id == 0:
                 plan = {"epoch": self.epoch, "num_batches": num_batches,
                         "next_window": saved["next_window"], "planned": saved["planned"],
                         "rejected": [np.asarray(saved["rejected"], dtype=np.int64)],
+                        "deferred": [np.asarray(saved["deferred"], dtype=np.int64)],
                         "pending": [np.asarray(b, dtype=np.int64) for b in saved["pending"]]}
                 logger.info(f"resuming epoch {self.epoch} at batch {offset}/{num_batches}, "
                             f"window {saved['next_window']}, with the saved batch plan")
@@ -166,6 +169,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         plan["next_window"] = window.window + 1
         plan["planned"] += len(window.batches)
         plan["rejected"].append(window.rejected)
+        plan["deferred"].append(window.deferred)
         plan["pending"].extend(window.batches)
         for key in _COUNTERS:
             self.totals[key] += getattr(window, key)
@@ -234,12 +238,13 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             self._fall_back_to_uniform()
 
     def _generator_state(self) -> dict:
+        """The generator's state as of the batches the Boss has taken (the process itself
+        may be windows ahead)."""
         plan = self._plan
-        rejected = plan["rejected"]
         return {"version": BatchGenerator.VERSION, "epoch": plan["epoch"],
                 "num_batches": plan["num_batches"], "next_window": plan["next_window"],
-                "planned": plan["planned"],
-                "rejected": np.concatenate(rejected) if rejected else np.zeros(0, np.int64)}
+                "planned": plan["planned"], "rejected": concat_ids(plan["rejected"]),
+                "deferred": concat_ids(plan["deferred"])}
 
     def _assistant_state(self) -> Optional[dict]:
         if self.uniform or self.process is None:

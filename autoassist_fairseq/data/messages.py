@@ -23,13 +23,15 @@ REPLY_TIMEOUT = 120.0
 class WindowPlan:
     """The batches the Assistant made from one window of candidates.
 
-    ``window == num_windows`` marks the top-up window that completes a fixed batch count.
+    ``window == num_windows`` batches the remainders the windows deferred,
+    ``window == num_windows + 1`` tops up a fixed batch count.
     """
 
     epoch: int
     window: int
     batches: List[np.ndarray]
     rejected: np.ndarray
+    deferred: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     considered_pairs: int = 0
     considered_tokens: int = 0
     accepted_pairs: int = 0

@@ -51,7 +51,7 @@ class AutoAssistTranslationConfig(TranslationConfig):
         default=_DEFAULTS.warmup,
         metadata={"help": "loss batches the assistant learns from before lambda_k may rise"})
     assistant_window: int = field(
-        default=16384, metadata={"help": "candidates scored and length-sorted together"})
+        default=4096, metadata={"help": "candidates (a slice of the length order) scored together"})
     assistant_boss_queue_size: int = field(
         default=4, metadata={"help": "windows of batches the assistant may prepare ahead"})
     assistant_loss_queue_size: int = field(

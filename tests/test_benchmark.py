@@ -1,0 +1,126 @@
+"""scripts/benchmark.py: baseline vs AutoAssist on a tiny corpus, and its target/ratio logic."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from utils import REPO, TINY_TRANSFORMER
+
+sys.path.insert(0, str(REPO / "scripts"))
+import benchmark  # noqa: E402
+
+TINY_ARGS = TINY_TRANSFORMER + [
+    "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt",
+    "--warmup-updates", "20", "--criterion", "label_smoothed_cross_entropy",
+    "--label-smoothing", "0.1", "--max-tokens", "600", "--no-epoch-checkpoints",
+    "--num-workers", "0"]
+
+
+def point(loss, tokens, wall, epoch):
+    return {"epoch": epoch, "updates": 10 * epoch, "valid_loss": loss, "wall": wall,
+            "boss_tokens": tokens, "boss_padded_tokens": None}
+
+
+def test_target_reached_at_second_validation():
+    base = [point(5.0, 100, 10, 1), point(4.0, 200, 20, 2), point(3.5, 300, 30, 3)]
+    aa = [point(4.5, 90, 12, 1), point(3.4, 180, 24, 2), point(3.3, 270, 40, 3)]
+    result = benchmark.compare(base, aa)
+    assert result["target_loss"] == 3.5 and result["target_reached"]
+    assert result["autoassist_at_target"]["epoch"] == 2  # the first at or below, not the best
+    assert result["tokens_to_target_ratio"] == 180 / 300
+    assert result["time_to_target_ratio"] == 24 / 30
+
+
+def test_target_is_the_first_baseline_validation_at_its_best():
+    base = [point(4.0, 100, 10, 1), point(3.0, 200, 20, 2), point(3.0, 300, 30, 3)]
+    aa = [point(3.0, 150, 15, 1)]
+    result = benchmark.compare(base, aa)
+    assert result["baseline_at_target"]["epoch"] == 2
+    assert result["tokens_to_target_ratio"] == 150 / 200
+
+
+def test_target_not_reached():
+    base = [point(5.0, 100, 10, 1), point(4.0, 200, 20, 2)]
+    aa = [point(4.5, 90, 12, 1), point(4.01, 180, 25, 2)]
+    result = benchmark.compare(base, aa)
+    assert not result["target_reached"] and result["autoassist_at_target"] is None
+    assert result["tokens_to_target_ratio"] is None and result["time_to_target_ratio"] is None
+    assert benchmark.mean([0.5, None]) is None and benchmark.mean([0.5, 0.7]) == 0.6
+
+
+def test_baseline_tokens_count_full_epochs_and_shuffled_partial_epochs():
+    counts = np.array([[10, 12], [20, 25], [30, 31]])
+    assert benchmark.baseline_tokens_at(counts, [1], 1, 3, 6) == (120, 136)
+    partial = benchmark.baseline_tokens_at(counts, [1], 1, 2, 4)  # epoch 2, 1 of 3 batches
+    assert partial[0] - 60 in (10, 20, 30)
+    assert benchmark.baseline_tokens_at(counts, [2], 1, 2, 4) == (120, 136)  # 2 updates/epoch
+
+
+def test_log_parsing_continues_wall_after_a_resume():
+    h = benchmark.HEADER
+    text = "\n".join([
+        h + "cmd", "x | INFO | valid | epoch 001 | valid on 'valid' subset | loss 5.5 | "
+        "num_updates 10", "x | INFO | train | epoch 001 | loss 6 | aa_boss_tok 100 | "
+        "aa_wait_s 0.5 | num_updates 10 | train_wall 4 | wall 5",
+        "x | INFO | train_inner | epoch 002:      3 / 10 loss=5.9, aa_boss_tok=130, "
+        "num_updates=13, wall=7", h + "cmd",
+        "x | INFO | valid | epoch 002 | valid on 'valid' subset | loss 5.2 | num_updates 20",
+        "x | INFO | train | epoch 002 | loss 5.4 | aa_boss_tok 200 | aa_wait_s 1.5 | "
+        "num_updates 20 | train_wall 4 | wall 6"])
+    records = benchmark.parse_log(text)
+    curve = benchmark.build_curve(records, lambda e, u, t: (t.get("aa_boss_tok"), None))
+    assert [(p["epoch"], p["valid_loss"], p["wall"], p["boss_tokens"]) for p in curve] == [
+        (1, 5.5, 5, 100), (2, 5.2, 11, 200)]
+    stats = benchmark.assistant_stats(records, 100)
+    assert stats["epochs_trained"] == 2 and stats["wait_share"] == 2 / 8
+    assert stats["tokens_saved_share"] == 0
+
+
+def test_config_flags_for_both_runs(tmp_path):
+    tokens = ["--task", "autoassist_translation", "--user-dir", "x", "--assistant-window", "9",
+              "--max-epoch", "8", "--lr", "-1", "--cpu"]
+    base = benchmark.build_run_args(tokens, "baseline", 3, tmp_path, ["--max-update", "5"], [], [])
+    assert base[:2] == ["--task", "translation"] and "--assistant-window" not in base
+    assert "--max-epoch" not in base and benchmark.get_flag(base, "--lr") == "-1"
+    assert base.count("--cpu") == 1 and benchmark.get_flag(base, "--seed") == "3"
+    aa = benchmark.build_run_args(tokens, "autoassist", 3, tmp_path, [], [],
+                                  ["--assistant-lr", "1"])
+    assert benchmark.get_flag(aa, "--task") == "autoassist_translation"
+    assert benchmark.get_flag(aa, "--max-epoch") == "8"
+    assert benchmark.get_flag(aa, "--user-dir") == str(REPO / "autoassist_fairseq")
+
+
+def test_benchmark_end_to_end(tiny_data, tmp_path):
+    config = tmp_path / "tiny.args"
+    lines = ["# a tiny transformer: one flag (and its value) per line"]
+    for token in TINY_ARGS:
+        if token.startswith("--"):
+            lines.append(token)
+        else:
+            lines[-1] += " " + token
+    config.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
+         config, "--out", out, "--max-epoch", "2", "--skip-bleu",
+         "--autoassist-args", "--assistant-window 256"],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    for key in ("tokens_to_target_ratio", "time_to_target_ratio", "bleu_baseline",
+                "bleu_autoassist", "per_seed", "curves", "command", "date", "machine"):
+        assert key in results
+    assert set(results["curves"]) == {"baseline-s1", "autoassist-s1"}
+    for curve in results["curves"].values():
+        assert [p["epoch"] for p in curve] == [1, 2]
+        tokens = [p["boss_tokens"] for p in curve]
+        assert 0 < tokens[0] < tokens[1]
+    assert results["curves"]["baseline-s1"][1]["boss_tokens"] == 2 * \
+        results["per_seed"][0]["baseline_tokens_per_epoch"]
+    assert (out / "curves.png").stat().st_size > 0 and (out / "results.md").exists()
+    assert (out / "baseline-s1" / "train.log").exists()
