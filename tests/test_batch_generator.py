@@ -131,3 +131,15 @@ def test_bad_arguments():
         BatchGenerator(np.arange(3), np.ones(3), np.ones(3))
     with pytest.raises(ValueError, match="--assistant-window=0"):
         BatchGenerator(np.arange(3), np.ones(3), np.ones(3), max_tokens=10, window_size=0)
+
+
+def test_no_pair_lost_with_batch_size_multiple(sizes):
+    """fairseq's batch_by_size drops up to 7 pairs with --required-batch-size-multiple 8."""
+    gen = _gen(sizes, required_batch_size_multiple=8)
+    for window in (1003, 77):
+        ids = np.arange(window)
+        batches = gen.make_batches(ids)
+        assert sorted(np.concatenate(batches).tolist()) == ids.tolist()
+    batches = [b for w in _epoch(_gen(sizes, required_batch_size_multiple=8, window_size=333), 1,
+                                 _all) for b in w.batches]
+    assert sorted(np.concatenate(batches).tolist()) == list(range(N))

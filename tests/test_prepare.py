@@ -160,9 +160,10 @@ def test_prepare_wmt14_offline_on_the_sample(tmp_path):
     header = json.loads((out / "train.en-de.autoassist.json").read_text())
     assert header["num_rows"] == n_train
 
-    # a second run reuses everything
+    # a second run, naming the same training files explicitly, reuses everything
     proc = run([SCRIPTS / "prepare-wmt14en2de.sh", "--raw-dir", raw, "--out", out,
-                "--bpe-size", "1000", "--no-download"], timeout=300)
+                "--train-prefix", "train-sample.tok", "--bpe-size", "1000", "--no-download"],
+               timeout=300)
     assert "fairseq-preprocess --joined" not in proc.stdout
     assert proc.stdout.count("reusing") == 10, proc.stdout  # 3 + 7 steps
 

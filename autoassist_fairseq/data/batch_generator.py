@@ -80,15 +80,24 @@ class BatchGenerator:
     def make_batches(self, ids: np.ndarray) -> List[np.ndarray]:
         """Sort *ids* by length as LanguagePairDataset.ordered_indices does, then cut with
         fairseq's ``batch_by_size``."""
-        from fairseq.data import data_utils
-
         if len(ids) == 0:
             return []
         ids = ids[np.lexsort((self.tgt_sizes[ids], self.src_sizes[ids]))]
+        batches = self._batch_by_size(ids, self.bsz_mult)
+        # fairseq 0.12's batch_by_size silently drops up to required_batch_size_multiple - 1
+        # pairs at the end; every accepted pair must reach the Boss, so they get batches
+        covered = sum(len(b) for b in batches)
+        if covered < len(ids):
+            missing = ids[~np.isin(ids, np.concatenate(batches) if batches else ids[:0])]
+            batches += self._batch_by_size(missing, 1)
+        return batches
+
+    def _batch_by_size(self, ids, multiple):
+        from fairseq.data import data_utils
+
         return [np.asarray(b, dtype=np.int64) for b in data_utils.batch_by_size(
-            ids, self.num_tokens, max_tokens=self.max_tokens,
-            max_sentences=self.max_sentences,
-            required_batch_size_multiple=self.bsz_mult, num_tokens_vec=self.num_tokens(ids))]
+            ids, self.num_tokens, max_tokens=self.max_tokens, max_sentences=self.max_sentences,
+            required_batch_size_multiple=multiple, num_tokens_vec=self.num_tokens(ids))]
 
     def full_batch_count(self) -> int:
         """Batches a plain fairseq epoch over this shard would have."""

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Translate a test set with a trained checkpoint and score it with detokenised sacreBLEU.
+# Run with --help for the options.
+set -euo pipefail
+
+_LOG_TAG=evaluate
+# shellcheck source=scripts/_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+
+usage() {
+    cat <<EOF
+Usage: $(basename "$0") DATA_DIR CHECKPOINT_DIR [--avg-last N] [--subset test] [--beam 4]
+                   [--lenpen 0.6] [--user-dir DIR] [--checkpoint NAME] [--max-tokens N]
+                   [--source-lang SRC --target-lang TGT] [--cpu] [-- FAIRSEQ_GENERATE_ARGS...]
+
+DATA_DIR is a directory written by prepare-corpus.sh (fairseq data plus the raw
+references in DATA_DIR/raw/SUBSET.TGT); CHECKPOINT_DIR the --save-dir of fairseq-train.
+
+  1. --avg-last N (N > 1): average the last N checkpoints (update checkpoints
+     checkpoint_E_U.pt when present, otherwise epoch checkpoints checkpointE.pt) into
+     CHECKPOINT_DIR/checkpoint.avgN.pt; otherwise use --checkpoint (default
+     checkpoint_best.pt, or checkpoint_last.pt when there is no best).
+  2. fairseq-generate DATA_DIR --gen-subset SUBSET --beam 4 --lenpen 0.6
+     --remove-bpe sentencepiece --user-dir <plugin>   (output: CHECKPOINT_DIR/generate-*.txt)
+     with --required-batch-size-multiple 1: with the default of 8, fairseq 0.12's batch_by_size
+     can drop the last (n mod 8) sentences of the split from the last batch
+  3. hypotheses back in input order -> CHECKPOINT_DIR/hyp.<checkpoint>.SUBSET.TGT,
+     detokenised sacreBLEU against DATA_DIR/raw/SUBSET.TGT: prints the score and the
+     sacreBLEU signature.
+
+--user-dir defaults to the plugin in this repository ($REPO_ROOT/autoassist_fairseq): it
+registers the autoassist_translation task and loads checkpoints on torch >= 2.6.
+Languages are read from the file names in DATA_DIR unless given. Arguments after --
+go to fairseq-generate unchanged (e.g. -- --max-len-a 1.2 --max-len-b 10).
+EOF
+}
+
+[[ $# -ge 1 && ( "$1" == -h || "$1" == --help ) ]] && { usage; exit 0; }
+[[ $# -ge 2 ]] || { usage >&2; die "DATA_DIR and CHECKPOINT_DIR are required"; }
+DATA="$1" CKPT_DIR="$2"; shift 2
+AVG=0 SUBSET=test BEAM=4 LENPEN=0.6 USER_DIR="$REPO_ROOT/autoassist_fairseq" CKPT_NAME=
+MAX_TOKENS=8000 SRC= TGT= EXTRA=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --avg-last) AVG="$2"; shift 2 ;;
+        --subset) SUBSET="$2"; shift 2 ;;
+        --beam) BEAM="$2"; shift 2 ;;
+        --lenpen) LENPEN="$2"; shift 2 ;;
+        --user-dir) USER_DIR="$2"; shift 2 ;;
+        --checkpoint) CKPT_NAME="$2"; shift 2 ;;
+        --max-tokens) MAX_TOKENS="$2"; shift 2 ;;
+        --source-lang) SRC="$2"; shift 2 ;;
+        --target-lang) TGT="$2"; shift 2 ;;
+        --cpu) EXTRA+=(--cpu); shift ;;
+        --) shift; EXTRA+=("$@"); break ;;
+        -h|--help) usage; exit 0 ;;
+        *) usage >&2; die "unknown argument: $1" ;;
+    esac
+done
+[[ -d "$DATA" ]] || die "data directory not found: $DATA"
+[[ -d "$CKPT_DIR" ]] || die "checkpoint directory not found: $CKPT_DIR"
+
+if [[ -z "$SRC" || -z "$TGT" ]]; then
+    idx="$(ls "$DATA" | grep -E "^$SUBSET\.[^.]+-[^.]+\.[^.]+\.idx$" | head -n1 || true)"
+    [[ -n "$idx" ]] || die "no binarised '$SUBSET' split in $DATA (expected $SUBSET.SRC-TGT.*.idx)"
+    pair="${idx#"$SUBSET".}"; pair="${pair%%.*}"
+    SRC="${SRC:-${pair%-*}}" TGT="${TGT:-${pair#*-}}"
+fi
+REF="$DATA/raw/$SUBSET.$TGT"
+require_file "$REF" "raw reference written by prepare-corpus.sh"
+
+START=$SECONDS
+if [[ "$AVG" -gt 1 ]]; then
+    CKPT="$CKPT_DIR/checkpoint.avg$AVG.pt"
+    log "averaging the last $AVG checkpoints of $CKPT_DIR -> $CKPT"
+    "$PYTHON" "$REPO_ROOT/scripts/average_checkpoints.py" --dir "$CKPT_DIR" --last "$AVG" --output "$CKPT"
+elif [[ -n "$CKPT_NAME" ]]; then
+    CKPT="$CKPT_DIR/$CKPT_NAME"
+elif [[ -f "$CKPT_DIR/checkpoint_best.pt" ]]; then
+    CKPT="$CKPT_DIR/checkpoint_best.pt"
+else
+    CKPT="$CKPT_DIR/checkpoint_last.pt"
+fi
+require_file "$CKPT" "checkpoint"
+
+name="$(basename "$CKPT" .pt)"
+GEN_OUT="$CKPT_DIR/generate-$name.$SUBSET.txt"
+HYP="$CKPT_DIR/hyp.$name.$SUBSET.$TGT"
+log "translating $DATA ($SUBSET, $SRC->$TGT) with $CKPT: beam $BEAM, lenpen $LENPEN"
+if ! fairseq-generate "$DATA" --path "$CKPT" --user-dir "$USER_DIR" \
+        --source-lang "$SRC" --target-lang "$TGT" --gen-subset "$SUBSET" \
+        --beam "$BEAM" --lenpen "$LENPEN" --remove-bpe sentencepiece \
+        --max-tokens "$MAX_TOKENS" --required-batch-size-multiple 1 "${EXTRA[@]}" \
+        > "$GEN_OUT" 2> "$GEN_OUT.log"; then
+    tail -n 30 "$GEN_OUT.log" >&2
+    die "fairseq-generate failed (full log: $GEN_OUT.log)"
+fi
+grep -h -o -E 'Translated .*|Generate .*' "$GEN_OUT.log" "$GEN_OUT" | sed 's/^/    /' || true
+
+log "detokenised sacreBLEU against $REF"
+"$PYTHON" "$REPO_ROOT/scripts/sacrebleu_score.py" --generate-output "$GEN_OUT" --ref "$REF" --hyp-out "$HYP"
+log "done in $((SECONDS - START))s (fairseq-generate output: $GEN_OUT)"

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Detokenised sacreBLEU of a ``fairseq-generate`` output against raw references.
+
+Takes the ``H-<id>`` lines of the generate output (already with the sentencepiece
+pieces joined back into text by ``--remove-bpe sentencepiece``), puts them back in
+input order, writes them one per line to ``--hyp-out`` and scores them against the
+raw reference file (the untokenised text kept by ``prepare-corpus.sh``)::
+
+    python scripts/sacrebleu_score.py --generate-output gen.txt --ref data/raw/test.de \\
+        --hyp-out checkpoints/hyp.test.de
+
+prints ``BLEU = ...`` and the sacreBLEU signature line.
+"""
+
+import argparse
+import sys
+
+import sacrebleu
+
+
+def read_hypotheses(path: str):
+    hyps = {}
+    with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
+        for line in f:
+            if line.startswith("H-"):
+                fields = line.rstrip("\n").split("\t")
+                hyps[int(fields[0][2:])] = fields[2] if len(fields) > 2 else ""
+    return hyps
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--generate-output", required=True, help="stdout of fairseq-generate")
+    parser.add_argument("--ref", required=True, help="raw reference text, one line per sentence")
+    parser.add_argument("--hyp-out", required=True, help="where to write the sorted hypotheses")
+    parser.add_argument("--tokenize", default=None, help="sacreBLEU tokenizer (default: 13a)")
+    args = parser.parse_args(argv)
+
+    with open(args.ref, encoding="utf-8", errors="replace", newline="\n") as f:
+        refs = [line.rstrip("\n") for line in f]
+    hyp_by_id = read_hypotheses(args.generate_output)
+    missing = [i for i in range(len(refs)) if i not in hyp_by_id]
+    if not hyp_by_id:
+        print(f"ERROR: no hypotheses (H- lines) in {args.generate_output}", file=sys.stderr)
+        return 1
+    if missing:
+        print(f"WARNING: {len(missing)} of {len(refs)} sentences have no hypothesis in "
+              f"{args.generate_output}; scored as empty", file=sys.stderr)
+    extra = sorted(set(hyp_by_id) - set(range(len(refs))))
+    if extra:
+        print(f"ERROR: {args.generate_output} has hypotheses for ids beyond the {len(refs)} "
+              f"references of {args.ref} (e.g. {extra[0]}): wrong reference file?", file=sys.stderr)
+        return 1
+    hyps = [hyp_by_id.get(i, "") for i in range(len(refs))]
+    with open(args.hyp_out, "w", encoding="utf-8", newline="\n") as f:
+        f.writelines(h + "\n" for h in hyps)
+
+    kwargs = {"tokenize": args.tokenize} if args.tokenize else {}
+    bleu = sacrebleu.metrics.BLEU(**kwargs)
+    score = bleu.corpus_score(hyps, [refs])
+    print(score)
+    print(f"sacreBLEU signature: {bleu.get_signature()}")
+    print(f"hypotheses ({len(hyps)} lines, input order): {args.hyp_out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
