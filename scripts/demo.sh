@@ -83,10 +83,10 @@ EOF
 import re, sys
 lines = [l for l in open(sys.argv[1]) if "| train | epoch" in l]
 if lines:
-    f = dict(re.findall(r"(\w+) ([-\d.]+)(?= \||$)", lines[-1].split("| train |")[1]))
+    f = dict(re.findall(r"(\w+) ([-+\d.e]+)(?= \||$)", lines[-1].split("| train |")[1]))
     boss, skip = float(f.get("aa_boss_tok", 0)), float(f.get("aa_skip_tok", 0))
     print(f"Boss tokens:  {boss:,.0f} trained, {skip:,.0f} skipped by the Assistant "
-          f"({skip / max(boss + skip, 1):.1%} of the tokens it considered); "
+          f"({skip / max(boss + skip, 1):.1%} of trained + skipped); "
           f"last epoch: accepted {float(f.get('aa_accept_tok', 1)):.1%} of the tokens")
     print(f"Assistant:    accuracy {float(f.get('aa_acc', 0)):.3f} "
           f"(always guessing the majority: {float(f.get('aa_acc_base', 0)):.3f}), "
