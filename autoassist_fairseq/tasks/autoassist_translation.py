@@ -168,8 +168,11 @@ class AutoAssistTranslationTask(TranslationTask):
             stats["boss_tokens"] = int(sample["net_input"]["src_lengths"].sum()) \
                 + int(sample["ntokens"])
             stats["boss_padded_tokens"] = target.size(0) * (src_tokens.size(1) + target.size(1))
-            if "lambda" in stats:  # averaged over workers: value sums plus a count
-                stats["n"] = 1
+            if np.isfinite(stats.get("threshold", np.nan)):
+                stats["n"] = 1  # averaged over workers: value sums plus a count
+            else:  # no loss has reached the Assistant yet: nothing to average
+                for key in ("threshold", "lambda", "accuracy", "chance"):
+                    stats.pop(key, None)
         # every rank logs the same keys, dummy batches too: fairseq sums them in one
         # all-reduce that expects identical keys everywhere
         logging_output = dict(logging_output)
