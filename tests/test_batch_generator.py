@@ -47,7 +47,6 @@ def test_batches_respect_max_tokens_and_cover_shard(sizes):
 
 def test_rejected_pairs_return_next_epoch(sizes):
     gen = _gen(sizes)
-    coin = np.random.default_rng(0)
     half = lambda ids: np.full(len(ids), 0.5)  # noqa: E731
     w1 = _epoch(gen, 1, half)
     rejected = np.concatenate([w.rejected for w in w1])
@@ -57,7 +56,6 @@ def test_rejected_pairs_return_next_epoch(sizes):
     w2 = _epoch(gen, 2, _all)
     seen = np.concatenate([b for w in w2 for b in w.batches])
     assert set(rejected.tolist()) <= set(seen.tolist())
-    del coin
 
 
 def test_order_changes_per_epoch(sizes):
