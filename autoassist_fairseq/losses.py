@@ -10,6 +10,12 @@ is run.
 A sentence's loss is the *mean* over its non-padding target tokens: the Assistant
 compares sentences of every length against one threshold T_k, and a summed loss would
 mostly tell long sentences from short ones.
+
+With ``--assistant-reweight`` the summed loss weighs each sentence's tokens by its
+importance weight 1 / P(accept), rescaled so that the weights of a batch's target tokens
+sum to their count: the gradient's size stays that of an unweighted batch (the learning
+rate keeps its meaning), while its direction is that of uniform batches in expectation.
+The token losses kept for the Assistant are the unweighted ones.
 """
 
 import inspect
@@ -32,9 +38,10 @@ class capture_token_losses:
     """Context manager: within it, *criterion*'s loss also leaves its per-token terms in
     ``self.token_losses`` (a detached tensor, ``bsz * tgt_len`` values, 0 at padding)."""
 
-    def __init__(self, criterion):
+    def __init__(self, criterion, weights=None):
         check_criterion(criterion)
         self.criterion = criterion
+        self.weights = weights  # per-sentence importance weights (bsz,), or None
         self.token_losses = None
 
     def __enter__(self):
@@ -47,6 +54,10 @@ class capture_token_losses:
             if not reduce:
                 return out
             summed = tuple(t.sum() for t in terms)
+            if self.weights is not None:  # the loss only: nll_loss stays the logged truth
+                weighted = weigh(terms[0], sample["target"], self.weights,
+                                 self.criterion.padding_idx)
+                summed = (weighted,) + summed[1:]
             return summed if isinstance(out, tuple) else summed[0]
 
         self.criterion.compute_loss = compute_loss  # instance attribute, removed on exit
@@ -55,6 +66,19 @@ class capture_token_losses:
     def __exit__(self, *exc):
         del self.criterion.compute_loss
         return False
+
+
+def weigh(token_losses: torch.Tensor, target: torch.Tensor, weights: torch.Tensor,
+          padding_idx: int) -> torch.Tensor:
+    """Sum of *token_losses* with each sentence's tokens weighted by *weights*, scaled so
+    that the weights of the batch's non-padding target tokens sum to their count."""
+    bsz = target.size(0)
+    tokens = token_losses.reshape(bsz, -1)
+    mask = target[:, target.size(1) - tokens.size(1):].ne(padding_idx)
+    w = weights.to(tokens.device, tokens.dtype)
+    counts = mask.sum(1).to(tokens.dtype)
+    w = w * counts.sum() / (w * counts).sum().clamp(min=1e-12)
+    return (tokens * w[:, None]).sum()
 
 
 def per_sentence_loss(token_losses: torch.Tensor, sample: dict, padding_idx: int):

@@ -190,6 +190,8 @@ class BatchGenerator:
         plan = self._plan(w, batches, np.concatenate(rejected), deferred=deferred,
                           expected_token_rate=float((prob * cost).sum() / max(cost.sum(), 1.0)))
         plan.considered_pairs, plan.considered_tokens = len(ids), self.pair_tokens(ids)
+        # Horvitz-Thompson: a pair kept with probability p stands for 1/p of itself
+        plan.weight_ids, plan.weights = ids[accepted], (1.0 / prob[accepted]).astype(np.float32)
         plan.accepted_pairs += len(deferred)
         plan.accepted_tokens += self.pair_tokens(deferred)
         return plan
@@ -222,6 +224,7 @@ class BatchGenerator:
         used = np.concatenate(batches) if batches else np.zeros(0, np.int64)
         self.rejected = [np.setdiff1d(pool, used)]
         plan = self._plan(self.num_windows + 1, batches, np.zeros(0, np.int64), record=False)
+        plan.weight_ids, plan.weights = used, np.ones(len(used), np.float32)
         # top-up pairs were counted as considered and rejected in their own window
         plan.topup_pairs, plan.accepted_pairs, plan.accepted_tokens = plan.accepted_pairs, 0, 0
         return plan

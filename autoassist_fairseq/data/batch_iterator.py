@@ -43,11 +43,13 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             ``"uniform"`` continues on uniform batches (default: "error").
         num_shards, shard_id (int, optional): distributed world size and rank.
         all_gather (callable, optional): ``all_gather(obj) -> list`` over the ranks.
+        reweight (bool, optional): give every batch a ``sample["autoassist_weight"]``
+            tensor, each pair's 1 / P(accept) (default: False).
     """
 
     def __init__(self, dataset, collate_fn, generator: BatchGenerator,
                  start_process: Callable[[], AssistantProcess], epoch=1, fallback="error",
-                 num_shards=1, shard_id=0, all_gather=None):
+                 num_shards=1, shard_id=0, all_gather=None, reweight=False):
         self.dataset = dataset
         self.collate_fn = collate_fn
         self.generator = generator
@@ -70,6 +72,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.totals = dict.fromkeys(_COUNTERS + ("wait_seconds",), 0.0)
         self._logged = dict(self.totals)
         self._dropped = 0
+        # importance weight of every pair as of the window that last accepted it
+        self.pair_weight = np.ones(len(dataset), np.float32) if reweight else None
 
     # -- EpochBatchIterating ------------------------------------------------------------
     def __len__(self) -> int:
@@ -105,6 +109,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                         "rejected": [np.asarray(saved["rejected"], dtype=np.int64)],
                         "deferred": [np.asarray(saved["deferred"], dtype=np.int64)],
                         "pending": [np.asarray(b, dtype=np.int64) for b in saved["pending"]]}
+                if self.pair_weight is not None and saved.get("weights") is not None:
+                    ids = np.concatenate(plan["pending"] + plan["deferred"])
+                    self.pair_weight[ids] = np.asarray(saved["weights"], dtype=np.float32)
                 logger.info(f"resuming epoch {self.epoch} at batch {offset}/{num_batches}, "
                             f"window {saved['next_window']}, with the saved batch plan")
             else:
@@ -140,7 +147,11 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             batch = plan["pending"].pop(0)
             yielded += 1
             self.batches_done += 1
-            yield self.collate_fn([self.dataset[int(i)] for i in batch])
+            sample = self.collate_fn([self.dataset[int(i)] for i in batch])
+            if self.pair_weight is not None and sample:
+                sample["autoassist_weight"] = torch.from_numpy(
+                    self.pair_weight[sample["id"].numpy()])
+            yield sample
 
     def _next_window(self, plan) -> WindowPlan:
         start = time.perf_counter()
@@ -171,6 +182,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         plan["rejected"].append(window.rejected)
         plan["deferred"].append(window.deferred)
         plan["pending"].extend(window.batches)
+        if self.pair_weight is not None:
+            self.pair_weight[window.weight_ids] = window.weights
         for key in _COUNTERS:
             self.totals[key] += getattr(window, key)
         if window.window < self.generator.num_windows:
@@ -282,6 +295,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         plan = None
         if not finished:
             plan = dict(self._generator_state(), pending=list(self._plan["pending"]))
+            if self.pair_weight is not None:  # the weights of the pairs still to train
+                plan["weights"] = self.pair_weight[np.concatenate(
+                    plan["pending"] + [plan["deferred"]])]
         ranks = list(self.rank_states)
         own = self._assistant_state()
         if own is not None:

@@ -24,7 +24,9 @@ class WindowPlan:
     """The batches the Assistant made from one window of candidates.
 
     ``window == num_windows`` batches the remainders the windows deferred,
-    ``window == num_windows + 1`` tops up a fixed batch count.
+    ``window == num_windows + 1`` tops up a fixed batch count. ``weight_ids`` got
+    importance weights ``weights`` = 1 / P(accept) in this window (every pair it accepted,
+    deferred ones included; top-up pairs get 1), for ``--assistant-reweight``.
     """
 
     epoch: int
@@ -38,6 +40,8 @@ class WindowPlan:
     accepted_tokens: int = 0
     topup_pairs: int = 0
     expected_token_rate: float = 1.0
+    weight_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    weights: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     stats: dict = field(default_factory=dict)
 
 

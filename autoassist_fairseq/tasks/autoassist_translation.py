@@ -60,6 +60,10 @@ class AutoAssistTranslationConfig(TranslationConfig):
     assistant_fallback: ChoiceEnum(["error", "uniform"]) = field(
         default="error", metadata={"help": "when the assistant process fails: stop the run "
                                            "(error) or continue on uniform batches (uniform)"})
+    assistant_reweight: bool = field(
+        default=False, metadata={"help": "weigh each accepted pair's loss by 1 / P(accept) "
+                                         "(importance sampling, as InfoBatch rescales), "
+                                         "so that skipping does not bias the Boss's gradient"})
     assistant_features: Optional[str] = field(
         default=None, metadata={"help": "path prefix of the feature file (default: "
                                         "DATA/SPLIT.SRC-TGT.autoassist, see autoassist-features)"})
@@ -142,7 +146,8 @@ class AutoAssistTranslationTask(TranslationTask):
         self.train_iterator = AutoAssistEpochBatchIterator(
             dataset, dataset.collater, make_generator(), start_process, epoch=epoch,
             fallback=self.cfg.assistant_fallback, num_shards=num_shards, shard_id=shard_id,
-            all_gather=_all_gather if num_shards > 1 else None)
+            all_gather=_all_gather if num_shards > 1 else None,
+            reweight=self.cfg.assistant_reweight)
         return self.train_iterator
 
     # -- the Boss's step ------------------------------------------------------------------
@@ -158,7 +163,7 @@ class AutoAssistTranslationTask(TranslationTask):
                 sample, model, criterion, optimizer, update_num, ignore_grad)
             stats = {}
         else:
-            with capture_token_losses(criterion) as captured:
+            with capture_token_losses(criterion, sample.get("autoassist_weight")) as captured:
                 loss, sample_size, logging_output = super().train_step(
                     sample, model, criterion, optimizer, update_num, ignore_grad)
             itr.report_losses(*per_sentence_loss(captured.token_losses, sample,

@@ -1,0 +1,134 @@
+"""--assistant-reweight: accepted pairs carry 1 / P(accept), through resumes, into the loss."""
+
+import numpy as np
+import pytest
+import torch
+
+from autoassist_fairseq.assistant.process import AssistantProcess
+from autoassist_fairseq.data.batch_generator import BatchGenerator
+from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
+from autoassist_fairseq.losses import capture_token_losses, weigh
+
+N = 3000
+
+
+def quarter_for_even(ids):
+    """P(accept) = 0.25 for even ids, 1 for odd ones."""
+    return np.where(np.asarray(ids) % 2 == 0, 0.25, 1.0)
+
+
+class EvenSkippingAssistant:
+    """Stands in for the Assistant with the fixed acceptance rule above."""
+
+    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "updates": 0}
+
+    def accept_probability(self, ids):
+        return quarter_for_even(ids)
+
+    def learn(self, ids, losses):
+        pass
+
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        pass
+
+
+def _generator():
+    rng = np.random.default_rng(0)
+    src = rng.integers(3, 40, N)
+    return BatchGenerator(np.arange(N), src, src + rng.integers(0, 5, N), max_tokens=512,
+                          window_size=500, seed=5)
+
+
+def test_window_weights_are_inverse_acceptance_of_its_accepted_pairs():
+    gen = _generator()
+    gen.begin_epoch(1, num_batches=gen.full_batch_count())  # forces a top-up window
+    windows = []
+    while (w := gen.next_window(quarter_for_even)) is not None:
+        windows.append(w)
+    regular = [w for w in windows if w.window < gen.num_windows]
+    for w in regular:
+        accepted = np.concatenate(w.batches + [w.deferred])
+        assert sorted(w.weight_ids.tolist()) == sorted(accepted.tolist())
+        np.testing.assert_allclose(w.weights, 1 / quarter_for_even(w.weight_ids))
+    topup = windows[-1]
+    assert topup.window == gen.num_windows + 1 and len(topup.weight_ids) > 0
+    assert sorted(topup.weight_ids.tolist()) == sorted(np.concatenate(topup.batches).tolist())
+    assert (topup.weights == 1).all()  # chosen, not sampled: they stand for themselves
+
+
+def _iterator(process_holder):
+    def start():
+        process_holder.append(AssistantProcess(EvenSkippingAssistant, _generator))
+        return process_holder[-1]
+    return AutoAssistEpochBatchIterator(
+        list(range(N)), lambda items: {"id": torch.tensor(items)}, _generator(), start,
+        reweight=True)
+
+
+def _check_weights(sample):
+    ids = sample["id"].numpy()
+    expected = 1 / quarter_for_even(ids)
+    np.testing.assert_allclose(sample["autoassist_weight"].numpy(), expected)
+
+
+def test_batches_carry_weights_and_a_mid_epoch_resume_keeps_them():
+    processes = []
+    try:
+        itr = _iterator(processes)
+        epoch = itr.next_epoch_itr()
+        for _ in range(5):  # the first window's batches: sampled pairs only
+            _check_weights(next(epoch))
+        state = itr.state_dict()
+        saved = state["autoassist"]["plan"]
+        assert saved is not None and len(saved["weights"]) > 0
+        rest = [(s["id"].tolist(), s["autoassist_weight"].tolist()) for s in epoch]
+        itr.shutdown()
+
+        again = _iterator(processes)
+        again.load_state_dict(state)
+        resumed = again.next_epoch_itr()
+        assert resumed.n == 5
+        rest_again = [(s["id"].tolist(), s["autoassist_weight"].tolist()) for s in resumed]
+        again.shutdown()
+    finally:
+        for p in processes:
+            p.shutdown()
+    # the same batches with the same weights as without the interruption: the pending
+    # pairs kept the weights of the window that accepted them
+    assert rest_again == rest
+    weights = np.concatenate([w for _, w in rest])
+    assert set(np.unique(weights).tolist()) == {1.0, 4.0}  # top-up pairs weigh 1
+
+
+def test_weigh_scales_sentences_and_keeps_the_token_count():
+    target = torch.tensor([[5, 6, 7], [5, 6, 1]])  # padding_idx 1: 3 + 2 target tokens
+    losses = torch.tensor([[1.0, 1.0, 1.0], [2.0, 2.0, 0.0]])
+    plain = weigh(losses, target, torch.ones(2), padding_idx=1)
+    assert plain.item() == pytest.approx(losses.sum().item())
+    # weights 1 and 4: scaled by 5 tokens / (3 * 1 + 2 * 4) so they sum to the token count
+    scale = 5 / 11
+    weighted = weigh(losses.reshape(-1, 1), target, torch.tensor([1.0, 4.0]), padding_idx=1)
+    assert weighted.item() == pytest.approx(scale * (3 * 1.0 + 4 * 4.0))
+
+
+class ToyCriterion:
+    padding_idx = 1
+
+    def compute_loss(self, model, net_output, sample, reduce=True):
+        loss = net_output.reshape(-1)
+        return (loss.sum(), loss.sum()) if reduce else (loss, loss)
+
+
+def test_captured_losses_stay_unweighted_and_nll_is_not_weighted():
+    crit = ToyCriterion()
+    sample = {"target": torch.tensor([[5, 6], [5, 6]])}
+    out = torch.tensor([[1.0, 1.0], [3.0, 3.0]], requires_grad=True)
+    with capture_token_losses(crit, torch.tensor([1.0, 3.0])) as captured:
+        loss, nll = crit.compute_loss(None, out, sample)
+    assert torch.equal(captured.token_losses, out.detach().reshape(-1))
+    assert nll.item() == pytest.approx(8.0)
+    assert loss.item() == pytest.approx(4 / 8 * (2 * 1.0 + 3 * 6.0))
+    assert "compute_loss" not in vars(crit)  # the shadow is gone after the step
