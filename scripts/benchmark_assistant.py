@@ -3,10 +3,13 @@
 second mapping process, scoring, learning and batch generation.
 
     python scripts/benchmark_assistant.py --pairs 1000000 --out docs/results/assistant_1M.json
+    python scripts/benchmark_assistant.py --data work/multi30k -s en -t de --out FILE.json
 
 It writes a generated binarised corpus (random lengths 5-60, Zipf-distributed tokens
-over a 32k joint vocabulary) with fairseq's own dataset builder, then times
-``autoassist-features``' build function on it and measures the rest.
+over a 32k joint vocabulary) with fairseq's own dataset builder, or links the train split
+of a prepared DATA directory (its own features are left alone), then times
+``autoassist-features``' build function on it and measures the rest. Batches are cut as
+the plugin does by default (max_tokens 4096, windows of 4096 candidates).
 """
 
 import argparse
@@ -47,6 +50,25 @@ def write_corpus(data_dir, pairs, vocab=32000, seed=0):
     return lengths
 
 
+def link_split(data, workdir, src, tgt):
+    """Link DATA's dictionaries and train split into *workdir*; returns (src, tgt) sizes."""
+    from fairseq.data import data_utils
+
+    names = [f"dict.{lang}.txt" for lang in (src, tgt)] + [
+        f"train.{src}-{tgt}.{lang}.{ext}" for lang in (src, tgt) for ext in ("bin", "idx")]
+    for name in names:
+        path = os.path.join(os.path.abspath(data), name)
+        if not os.path.exists(path):
+            sys.exit(f"error: {path} not found (a fairseq-preprocess --destdir is expected)")
+        os.symlink(path, os.path.join(workdir, name))
+    sizes = []
+    for lang in (src, tgt):
+        dataset = data_utils.load_indexed_dataset(
+            os.path.join(workdir, f"train.{src}-{tgt}.{lang}"), None)
+        sizes.append(np.array(dataset.sizes))  # a copy: the dataset unmaps its file when freed
+    return sizes
+
+
 def memory_of_second_process(prefix):
     """Memory (MB) a second process adds by mapping the features (which this process has
     mapped and read already), then by scoring every row: RSS counts the shared file pages
@@ -83,24 +105,45 @@ def main():
     parser.add_argument("--pairs", type=int, default=1_000_000)
     parser.add_argument("--out", default=None, help="write the figures to this JSON file")
     parser.add_argument("--workdir", default=None, help="keep the corpus here")
+    parser.add_argument("--data", default=None, help="a prepared data directory instead of "
+                        "a generated corpus (its train split)")
+    parser.add_argument("-s", "--source-lang", default=None)
+    parser.add_argument("-t", "--target-lang", default=None)
     args = parser.parse_args()
+    if args.data and not (args.source_lang and args.target_lang):
+        parser.error("--data needs --source-lang and --target-lang")
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
+    if args.workdir:
+        os.makedirs(args.workdir, exist_ok=True)
+        measure(args, args.workdir)
+    else:
+        with tempfile.TemporaryDirectory(prefix="aa-bench-") as workdir:
+            measure(args, workdir)
+
+
+def measure(args, workdir):
+    """Build features in *workdir* and time the Assistant's parts on them."""
     from autoassist_fairseq.assistant import Assistant, AssistantHParams
     from autoassist_fairseq.data.batch_generator import BatchGenerator
     from autoassist_fairseq.features.build import build_features
     from autoassist_fairseq.features.store import FeatureStore
 
-    workdir = args.workdir or tempfile.mkdtemp(prefix="aa-bench-")
-    os.makedirs(workdir, exist_ok=True)
-    t = time.perf_counter()
-    lengths = write_corpus(workdir, args.pairs)
-    print(f"corpus of {args.pairs} pairs written in {time.perf_counter() - t:.1f}s", flush=True)
+    src, tgt = (args.source_lang, args.target_lang) if args.data else ("src", "tgt")
+    if args.data:
+        lengths = link_split(args.data, workdir, src, tgt)
+        args.pairs = len(lengths[0])
+    else:
+        t = time.perf_counter()
+        lengths = write_corpus(workdir, args.pairs)
+        print(f"corpus of {args.pairs} pairs written in {time.perf_counter() - t:.1f}s",
+              flush=True)
 
     t = time.perf_counter()
-    prefix = build_features(workdir, "src", "tgt")
+    prefix = build_features(workdir, src, tgt)
     build_s = time.perf_counter() - t
     store = FeatureStore.open(prefix)
-    results = {"pairs": args.pairs, "nnz": store.meta["nnz"], "dim": store.dim,
+    results = {"data": os.path.abspath(args.data) if args.data else "generated",
+               "pairs": args.pairs, "nnz": store.meta["nnz"], "dim": store.dim,
                "feature_build_seconds": build_s, "feature_build_pairs_per_s": args.pairs / build_s,
                "feature_file_mb": sum(os.path.getsize(f"{prefix}.{n}.npy")
                                       for n in ("indptr", "indices", "data")) / 2**20}
@@ -113,11 +156,11 @@ def main():
     for _ in range(50):  # a trained-looking state: lambda > 0, theta dense
         ids = rng.choice(args.pairs, 256, replace=False)
         assistant.learn(ids, rng.normal(3, 1, 256))
-    chunks = [rng.choice(args.pairs, 16384, replace=False) for _ in range(40)]
+    chunks = [rng.choice(args.pairs, min(16384, args.pairs), replace=False) for _ in range(40)]
     t = time.perf_counter()
     for ids in chunks:
         assistant.accept_probability(ids)
-    results["scored_candidates_per_s"] = 40 * 16384 / (time.perf_counter() - t)
+    results["scored_candidates_per_s"] = sum(map(len, chunks)) / (time.perf_counter() - t)
     batches = [(rng.choice(args.pairs, 128, replace=False), rng.normal(3, 1, 128))
                for _ in range(200)]
     t = time.perf_counter()
@@ -126,7 +169,7 @@ def main():
     results["learn_batches_per_s_128_pairs"] = 200 / (time.perf_counter() - t)
 
     gen = BatchGenerator(np.arange(args.pairs), lengths[0], lengths[1], max_tokens=4096,
-                         window_size=16384)
+                         window_size=4096)
     gen.begin_epoch(1)
     t, n_batches = time.perf_counter(), 0
     while (window := gen.next_window(assistant.accept_probability)) is not None:
