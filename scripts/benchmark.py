@@ -3,7 +3,7 @@
 
     python scripts/benchmark.py --data DIR --config NAME --out DIR
         [--max-epoch N | --max-update N] [--seed S ...] [--extra-args "..."]
-        [--autoassist-args "..."] [--skip-bleu]
+        [--autoassist-args "..."] [--variant NAME] [--skip-bleu]
 
 For each seed, one after the other on this machine: ``baseline-s<seed>`` (``--task
 translation``, fairseq's uniform batches) and ``autoassist-s<seed>`` (``--task
@@ -11,7 +11,9 @@ autoassist_translation --user-dir <repo>/autoassist_fairseq`` plus --autoassist-
 ``--config`` is a name of a ``configs/**/NAME.args`` file or a path to an .args file.
 Each run logs to OUT/<run>/train.log and saves to OUT/<run>/checkpoints; a finished run
 (log says "done training", checkpoint present, same command) is reused, an interrupted
-one resumes from its checkpoint_last.pt.
+one resumes from its checkpoint_last.pt. ``--variant NAME`` names the AutoAssist runs
+``autoassist-NAME-s<seed>`` and the outputs results-NAME.*, curves-NAME.png, so settings
+tried one at a time (``--autoassist-args``) share the baseline runs of one OUT directory.
 
 Measured at each validation: the validation loss (base 2), fairseq's ``wall`` (seconds
 since training started, validations and checkpoint saves included; taken from the train
@@ -29,7 +31,9 @@ import math
 import os
 import platform
 import re
+import resource
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -40,6 +44,12 @@ USER_DIR = REPO / "autoassist_fairseq"
 CONFIGS = REPO / "configs"
 FORCED = [("--log-format", "simple"), ("--log-interval", "50"), ("--cpu", None)]
 HEADER = "==== benchmark.py run: "
+# fairseq-train, with the plugin's checkpoint-loading fix (torch >= 2.6 refuses fairseq's
+# argparse.Namespace) applied first, so that a baseline run (--task translation, no
+# --user-dir) can resume from its checkpoint too; nothing else of the plugin is used
+# (imported after fairseq_cli.train, whose import sets up fairseq's log format)
+LAUNCH = ("import sys; from fairseq_cli.train import cli_main; import autoassist_fairseq.compat; "
+          "sys.argv[0] = 'fairseq-train'; cli_main()")
 
 
 class BenchmarkError(RuntimeError):
@@ -238,6 +248,27 @@ def build_curve(records, tokens_fn):
 
 
 # -- training ------------------------------------------------------------------------------
+def machine_busy_seconds():
+    """CPU seconds all processes of this machine have used since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def report_progress(name, line, state):
+    """Print one line per epoch of the training log line *line*."""
+    parsed = parse_line(line)
+    if parsed and parsed[0] == "valid":
+        state["valid_loss"] = parsed[2].get("loss")
+    elif parsed and parsed[0] == "train":
+        f = parsed[2]
+        extra = (f" | boss tok {int(f['aa_boss_tok'])} | accept tok "
+                 f"{f.get('aa_accept_tok')}" if "aa_boss_tok" in f else "")
+        print(f"[{name}] epoch {parsed[1]} | updates {int(f.get('num_updates', 0))} | "
+              f"valid loss {state['valid_loss']} | wall {f.get('wall')}s{extra}", flush=True)
+
+
 def run_training(name, data, args, out):
     """Train one run (or reuse a finished one); returns the text of its train.log."""
     run_dir = out / name
@@ -254,25 +285,34 @@ def run_training(name, data, args, out):
     print(f"[{name}] {'resuming' if resume else 'training'}; log: {log_path}", flush=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    valid_loss = None
+    state = {"valid_loss": None}
+    # CPU used by the run (Boss and Assistant) and by the whole machine: the difference is
+    # other work that slowed the run down (its wall times are then not comparable)
+    start = (time.monotonic(), machine_busy_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN))
     with open(log_path, "a" if resume else "w") as log:
         log.write(header)
         log.flush()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        launch = [sys.executable, "-c", LAUNCH] + cmd[3:]  # cmd without "python -m module"
+        proc = subprocess.Popen(launch, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, bufsize=1, env=env, cwd=REPO)
-        for line in proc.stdout:
-            log.write(line)
-            log.flush()
-            parsed = parse_line(line)
-            if parsed and parsed[0] == "valid":
-                valid_loss = parsed[2].get("loss")
-            elif parsed and parsed[0] == "train":
-                f = parsed[2]
-                extra = (f" | boss tok {int(f['aa_boss_tok'])} | accept tok "
-                         f"{f.get('aa_accept_tok')}" if "aa_boss_tok" in f else "")
-                print(f"[{name}] epoch {parsed[1]} | updates {int(f.get('num_updates', 0))} | "
-                      f"valid loss {valid_loss} | wall {f.get('wall')}s{extra}", flush=True)
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                log.flush()
+                report_progress(name, line, state)
+        finally:  # Ctrl-C or SIGTERM: the training (and its Assistant) ends with us
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
         rc = proc.wait()
+    end = (time.monotonic(), machine_busy_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN))
+    run_cpu = sum(getattr(end[2], k) - getattr(start[2], k) for k in ("ru_utime", "ru_stime"))
+    (run_dir / "cpu.json").write_text(json.dumps({
+        "wall_s": end[0] - start[0], "run_cpu_s": run_cpu, "machine_cpu_s": end[1] - start[1],
+        "cores": os.cpu_count(), "resumed": resume}) + "\n")
     text = log_path.read_text()
     if rc != 0:
         tail = "\n".join(line[:400] for line in text.splitlines()[-30:])
@@ -320,11 +360,33 @@ def compare(base_curve, aa_curve):
     """Target (the baseline's best loss) and AutoAssist's tokens/time ratios to reach it."""
     target = min(p["valid_loss"] for p in base_curve)
     base, aa = first_reaching(base_curve, target), first_reaching(aa_curve, target)
+    end = aa_curve[-1]
     return {"target_loss": target, "baseline_at_target": base, "autoassist_at_target": aa,
+            "autoassist_final_loss": end["valid_loss"],
+            # the Boss's pace: wall seconds per million Boss tokens over the whole run (the
+            # Assistant's CPU use would show here as a slower AutoAssist)
+            "wall_per_mtok_baseline": seconds_per_mtok(base_curve[-1]),
+            "wall_per_mtok_autoassist": seconds_per_mtok(end),
+            "baseline_loss_at_autoassist_tokens": loss_at_tokens(base_curve, end["boss_tokens"]),
             "target_reached": aa is not None,
             "tokens_to_target_ratio": ratio(aa and aa["boss_tokens"], base["boss_tokens"]),
             "time_to_target_ratio": ratio(aa and aa["wall"], base["wall"]),
             "updates_to_target_ratio": ratio(aa and aa["updates"], base["updates"])}
+
+
+def seconds_per_mtok(point):
+    """Wall seconds per million Boss tokens up to a validation point (None if unknown)."""
+    return ratio(point["wall"], point["boss_tokens"] and point["boss_tokens"] / 1e6)
+
+
+def loss_at_tokens(curve, tokens):
+    """The curve's validation loss at *tokens* Boss tokens, linear between validations
+    (None outside the curve): AutoAssist's last loss against it is the per-token gain."""
+    pts = [(p["boss_tokens"], p["valid_loss"]) for p in curve if p["boss_tokens"] is not None]
+    for (t0, l0), (t1, l1) in zip(pts, pts[1:]):
+        if t0 <= tokens <= t1:
+            return l0 + (l1 - l0) * (tokens - t0) / (t1 - t0) if t1 > t0 else l1
+    return None
 
 
 def epochs_trained(records):
@@ -335,7 +397,10 @@ def epochs_trained(records):
         return 0.0
     last = max(ends)
     lengths = [ends[e] - ends.get(e - 1, 0) for e in ends if e == 1 or e - 1 in ends]
-    per_epoch = max([r["epoch_updates"] for r in records if "epoch_updates" in r] or lengths)
+    # the last epoch's own length (AutoAssist's epochs differ), else the longest epoch's
+    own = [r["epoch_updates"] for r in records if "epoch_updates" in r and r["epoch"] == last]
+    per_epoch = max(own or [r["epoch_updates"] for r in records if "epoch_updates" in r]
+                    or lengths)
     if last == 1:
         done = ends[1]
     else:  # an epoch whose start is not in the log (lost at a resume) counts as full
@@ -361,13 +426,22 @@ def assistant_stats(records, baseline_tokens_per_epoch):
             "wait_share": ratio(wait, sum(r.get("train_wall", 0.0) for r in epochs))}
 
 
+def other_cpu_share(path):
+    """Share of the machine's CPU that processes other than the run used while it trained
+    (None when not recorded, e.g. a run trained by an older benchmark.py)."""
+    if not path.exists():
+        return None
+    c = json.loads(path.read_text())
+    return max(0.0, c["machine_cpu_s"] - c["run_cpu_s"]) / (c["wall_s"] * c["cores"])
+
+
 def mean(values):
     """Mean, or None when any value is missing (e.g. a seed that did not reach the target)."""
     return sum(values) / len(values) if values and None not in values else None
 
 
 # -- outputs -------------------------------------------------------------------------------
-def plot_curves(curves, per_seed, path):
+def plot_curves(curves, per_seed, path, aa_run="autoassist"):
     """Validation loss against Boss tokens and against wall time (cf. the paper's Fig. 4)."""
     import logging
 
@@ -381,7 +455,7 @@ def plot_curves(curves, per_seed, path):
     for ax, key, label in ((axes[0], "boss_tokens", "Boss tokens trained (non-padding src+tgt)"),
                            (axes[1], "wall", "wall-clock time (s)")):
         for i, s in enumerate(per_seed):
-            for kind, color in (("baseline", "tab:blue"), ("autoassist", "tab:red")):
+            for kind, color in (("baseline", "tab:blue"), (aa_run, "tab:red")):
                 pts = [p for p in curves[f"{kind}-s{s['seed']}"] if p[key] is not None]
                 ax.plot([p[key] for p in pts], [p["valid_loss"] for p in pts], marker="o",
                         ms=3, color=color, ls=styles[i % 4], label=f"{kind} (seed {s['seed']})")
@@ -405,15 +479,18 @@ def write_markdown(results, path):
     """results.md: one table row per seed plus the mean."""
     rows = ["| seed | target loss | tokens to target (AA/base) | time to target (AA/base) | "
             "updates to target (AA/base) | BLEU base | BLEU AA | Boss tokens saved | "
-            "accept tok (last ep.) | Assistant acc / chance | Boss wait share |",
-            "|" + "---|" * 11]
+            "final loss AA / base at AA's tokens | accept tok (last ep.) | "
+            "Assistant acc / chance | Boss wait share |",
+            "|" + "---|" * 12]
     for s in results["per_seed"]:
         note = "" if s["target_reached"] else " (not reached)"
         rows.append(f"| {s['seed']} | {s['target_loss']:.3f} | {fmt(s['tokens_to_target_ratio'])}"
                     f"{note} | {fmt(s['time_to_target_ratio'])}{note} | "
                     f"{fmt(s['updates_to_target_ratio'])} | "
                     f"{fmt(s['bleu_baseline'], '.2f')} | {fmt(s['bleu_autoassist'], '.2f')} | "
-                    f"{fmt(s['tokens_saved_share'], '.1%')} | {fmt(s['accept_tok_last_epoch'])} | "
+                    f"{fmt(s['tokens_saved_share'], '.1%')} | {fmt(s['autoassist_final_loss'])} "
+                    f"/ {fmt(s['baseline_loss_at_autoassist_tokens'])} | "
+                    f"{fmt(s['accept_tok_last_epoch'])} | "
                     f"{fmt(s['assistant_acc'])} / {fmt(s['assistant_acc_chance'])} | "
                     f"{fmt(s['wait_share'], '.1%')} |")
     m = results
@@ -421,9 +498,20 @@ def write_markdown(results, path):
                 f"{fmt(m['time_to_target_ratio'])} | {fmt(m['updates_to_target_ratio'])} | "
                 f"{fmt(m['bleu_baseline'], '.2f')} | "
                 f"{fmt(m['bleu_autoassist'], '.2f')} | {fmt(m['tokens_saved_share'], '.1%')} "
-                "| | | |")
+                "| | | | |")
     machine = ", ".join(f"{k} {v}" for k, v in m["machine"].items())
-    text = ["# AutoAssist vs baseline", "", f"Date: {m['date']}  ", f"Machine: {machine}  ",
+    title = "# AutoAssist vs baseline" + (f" (variant {m['variant']}: "
+                                          f"`{shlex.join(m['autoassist_args'])}`)"
+                                          if m.get("variant") else "")
+    other = [f"seed {s['seed']}: baseline {fmt(s.get('other_cpu_share_baseline'), '.1%')}, "
+             f"AutoAssist {fmt(s.get('other_cpu_share_autoassist'), '.1%')}"
+             for s in results["per_seed"]]
+    pace = [f"seed {s['seed']}: baseline {fmt(s.get('wall_per_mtok_baseline'), '.1f')}, "
+            f"AutoAssist {fmt(s.get('wall_per_mtok_autoassist'), '.1f')}"
+            for s in results["per_seed"]]
+    rows += ["", "Wall seconds per million Boss tokens: " + "; ".join(pace) + ".",
+             "", "Other CPU during the runs: " + "; ".join(other) + "."]
+    text = [title, "", f"Date: {m['date']}  ", f"Machine: {machine}  ",
             f"Config: `{m['config']}`, data: `{m['data']}`", "", "```", shlex.join(m["command"]),
             "```", "", *rows, "", m["notes"], ""]
     Path(path).write_text("\n".join(text))
@@ -437,7 +525,12 @@ NOTES = ("Target = the baseline's best validation loss within the budget; a run 
          "validations and checkpoint saves included) on the train line of the validation's "
          "epoch. Boss tokens saved = 1 - AutoAssist's Boss tokens / (the baseline's tokens per "
          "epoch x AutoAssist's epochs, a last partial epoch as its share of updates done). "
-         "Wait share = sum of `aa_wait_s` / sum of `train_wall` over the epochs. Means are n/a "
+         "Final loss AA / base at AA's tokens = AutoAssist's last validation loss, and the "
+         "baseline's at the same Boss tokens (linear between its validations): lower on "
+         "the left means AutoAssist learns more per Boss token. Wait share = sum of "
+         "`aa_wait_s` / sum of `train_wall` over the epochs. Other CPU = the share of the "
+         "machine's CPU time (/proc/stat) used by processes outside the run while it trained: "
+         "above a few percent, its wall times are slowed by other work. Means are n/a "
          "when a seed has no value (e.g. target not reached). BLEU: scripts/evaluate.sh on "
          "checkpoint_best.pt, --subset test (sacreBLEU signature in OUT/<run>/checkpoints/"
          "bleu.log).")
@@ -455,15 +548,16 @@ def parse_cli(argv):
     p.add_argument("--seed", type=int, nargs="+", help="seeds (default: the config's, or 1)")
     p.add_argument("--extra-args", default="", help="more fairseq-train flags, both runs")
     p.add_argument("--autoassist-args", default="", help="more flags for the AutoAssist run")
+    p.add_argument("--variant", default="", help="name of these --autoassist-args: runs "
+                   "autoassist-NAME-s<seed>, writes results-NAME.*, shares the baseline runs")
     p.add_argument("--skip-bleu", action="store_true", help="no test BLEU (evaluate.sh)")
     return p.parse_args(argv)
 
 
-def benchmark_seed(seed, data, out, tokens, budget, extra, aa_extra, skip_bleu):
+def benchmark_seed(seed, data, out, tokens, budget, extra, aa_extra, skip_bleu, aa_run):
     """Train (or reuse) baseline then AutoAssist for one seed: their curves and a result row."""
-    logs = {}
-    for kind in ("baseline", "autoassist"):
-        name = f"{kind}-s{seed}"
+    logs, names = {}, {"baseline": f"baseline-s{seed}", "autoassist": f"{aa_run}-s{seed}"}
+    for kind, name in names.items():
         args = build_run_args(tokens, kind, seed, out / name / "checkpoints", budget, extra,
                               aa_extra)
         logs[kind] = parse_log(run_training(name, data, args, out))
@@ -472,7 +566,7 @@ def benchmark_seed(seed, data, out, tokens, budget, extra, aa_extra, skip_bleu):
     curves = {
         f"baseline-s{seed}": build_curve(logs["baseline"], lambda e, u, _: baseline_tokens_at(
             counts, update_freq, seed, e, u)),
-        f"autoassist-s{seed}": build_curve(logs["autoassist"], lambda e, u, train: (
+        names["autoassist"]: build_curve(logs["autoassist"], lambda e, u, train: (
             int(train["aa_boss_tok"]) if "aa_boss_tok" in train else None, None))}
     if not all(curves.values()):
         raise BenchmarkError(f"no validation lines in the train.log files of seed {seed} in {out}")
@@ -481,9 +575,9 @@ def benchmark_seed(seed, data, out, tokens, budget, extra, aa_extra, skip_bleu):
            "baseline_tokens_per_epoch": int(counts[:, 0].sum()),
            "baseline_padded_tokens_per_epoch": int(counts[:, 1].sum()),
            "baseline_batches_per_epoch": len(counts)}
-    for kind in ("baseline", "autoassist"):
-        row[f"bleu_{kind}"] = None if skip_bleu else run_bleu(
-            data, out / f"{kind}-s{seed}" / "checkpoints")
+    for kind, name in names.items():
+        row[f"other_cpu_share_{kind}"] = other_cpu_share(out / name / "cpu.json")
+        row[f"bleu_{kind}"] = None if skip_bleu else run_bleu(data, out / name / "checkpoints")
     return curves, row
 
 
@@ -502,10 +596,14 @@ def main(argv=None):
     if not budget and get_flag(tokens + extra, "--max-epoch", "--max-update") is None:
         raise BenchmarkError("no budget: give --max-epoch or --max-update (the config has none)")
     infer_langs(data, tokens + extra)  # fail early on an unknown language pair
+    if a.variant and not re.fullmatch(r"[A-Za-z0-9_.]+", a.variant):
+        raise BenchmarkError(f"--variant {a.variant!r}: use letters, digits, '_' or '.' only")
+    aa_run = "autoassist" + (f"-{a.variant}" if a.variant else "")
+    suffix = f"-{a.variant}" if a.variant else ""
     curves, per_seed = {}, []
     for seed in seeds:
         seed_curves, row = benchmark_seed(seed, data, out, tokens, budget, extra, aa_extra,
-                                          a.skip_bleu)
+                                          a.skip_bleu, aa_run)
         curves.update(seed_curves)
         per_seed.append(row)
     results = {key: mean([s[key] for s in per_seed]) for key in (
@@ -517,19 +615,27 @@ def main(argv=None):
         date=time.strftime("%Y-%m-%d %H:%M:%S %z"),
         machine={"cpu_count": os.cpu_count(), "platform": platform.platform(),
                  "processor": platform.processor(), "python": platform.python_version()},
-        config=str(config), data=str(data), notes=NOTES,
+        config=str(config), data=str(data), notes=NOTES, variant=a.variant,
+        autoassist_args=aa_extra,
         wall_source="fairseq 'wall' of the train line of the validation's epoch (whole "
                     "seconds since training start, validations and checkpoint saves included)")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    plot_curves(curves, per_seed, out / "curves.png")
-    write_markdown(results, out / "results.md")
-    print((out / "results.md").read_text())
-    print(f"written: {out / 'results.json'}, {out / 'results.md'}, {out / 'curves.png'}")
+    paths = [out / f"{stem}{suffix}.{ext}"
+             for stem, ext in (("results", "json"), ("results", "md"), ("curves", "png"))]
+    paths[0].write_text(json.dumps(results, indent=2) + "\n")
+    write_markdown(results, paths[1])
+    plot_curves(curves, per_seed, paths[2], aa_run)
+    print(paths[1].read_text())
+    print("written: " + ", ".join(map(str, paths)))
     return results
 
 
+def _terminate(signum, frame):
+    raise SystemExit(f"benchmark.py: stopped by signal {signum}")
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _terminate)  # unwinds run_training, which stops its child
     try:
         main()
     except BenchmarkError as err:

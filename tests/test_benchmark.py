@@ -2,13 +2,16 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from utils import REPO, TINY_TRANSFORMER
+from utils import REPO, TINY_TRANSFORMER, children, running
 
 sys.path.insert(0, str(REPO / "scripts"))
 import benchmark  # noqa: E402
@@ -94,7 +97,7 @@ def test_config_flags_for_both_runs(tmp_path):
     assert benchmark.get_flag(aa, "--user-dir") == str(REPO / "autoassist_fairseq")
 
 
-def test_benchmark_end_to_end(tiny_data, tmp_path):
+def _tiny_config(tmp_path):
     config = tmp_path / "tiny.args"
     lines = ["# a tiny transformer: one flag (and its value) per line"]
     for token in TINY_ARGS:
@@ -103,6 +106,11 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
         else:
             lines[-1] += " " + token
     config.write_text("\n".join(lines) + "\n")
+    return config
+
+
+def test_benchmark_end_to_end(tiny_data, tmp_path):
+    config = _tiny_config(tmp_path)
     out = tmp_path / "out"
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run(
@@ -124,3 +132,79 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
         results["per_seed"][0]["baseline_tokens_per_epoch"]
     assert (out / "curves.png").stat().st_size > 0 and (out / "results.md").exists()
     assert (out / "baseline-s1" / "train.log").exists()
+    # a variant shares the baseline run and writes its own results
+    proc = subprocess.run(
+        [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
+         config, "--out", out, "--max-epoch", "2", "--skip-bleu", "--variant", "w128",
+         "--autoassist-args", "--assistant-window 128"],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "[baseline-s1] finished before: reusing" in proc.stdout
+    variant = json.loads((out / "results-w128.json").read_text())
+    assert set(variant["curves"]) == {"baseline-s1", "autoassist-w128-s1"}
+    assert variant["curves"]["baseline-s1"] == results["curves"]["baseline-s1"]
+    assert "--assistant-window 128" in (out / "autoassist-w128-s1" / "train.log").read_text()
+    assert "variant w128" in (out / "results-w128.md").read_text()
+    assert json.loads((out / "results.json").read_text()) == results  # left as it was
+
+
+def test_loss_at_tokens_interpolates_between_validations():
+    curve = [{"boss_tokens": 100, "valid_loss": 6.0}, {"boss_tokens": 300, "valid_loss": 4.0}]
+    assert benchmark.loss_at_tokens(curve, 200) == pytest.approx(5.0)
+    assert benchmark.loss_at_tokens(curve, 300) == pytest.approx(4.0)
+    assert benchmark.loss_at_tokens(curve, 50) is None and benchmark.loss_at_tokens(curve, 301) is None
+
+
+@pytest.mark.parametrize("source", ["generated", "data"])
+def test_benchmark_assistant_measures_every_part(tiny_data, tmp_path, source):
+    out = tmp_path / "assistant.json"
+    cmd = [sys.executable, REPO / "scripts" / "benchmark_assistant.py", "--out", out]
+    cmd += ["--pairs", "3000"] if source == "generated" else [
+        "--data", tiny_data, "-s", "src", "-t", "tgt"]
+    before = {p.name: p.stat().st_mtime_ns for p in Path(tiny_data).iterdir()}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # the data directory is left as it was (features are built in a temporary one)
+    assert {p.name: p.stat().st_mtime_ns for p in Path(tiny_data).iterdir()} == before
+    res = json.loads(out.read_text())
+    assert res["pairs"] == (3000 if source == "generated" else 600)
+    for key in ("feature_build_pairs_per_s", "scored_candidates_per_s",
+                "learn_batches_per_s_128_pairs", "generator_batches_per_s_max_tokens_4096"):
+        assert res[key] > 0, key
+    assert res["second_process_mb"]["scored"]["Private"] < 50
+
+
+def test_a_shorter_last_autoassist_epoch_counts_as_complete():
+    lines = []
+    for epoch, n in ((1, 120), (2, 100)):  # AutoAssist's second epoch has fewer batches
+        end = 120 if epoch == 1 else 220
+        lines += [f"x | INFO | train_inner | epoch {epoch:03d}:     50 / {n} loss=5, "
+                  f"num_updates={end - n + 50}, wall=1",
+                  f"x | INFO | train | epoch {epoch:03d} | loss 5 | aa_boss_tok {end * 10} | "
+                  f"num_updates {end} | train_wall 4 | wall 5"]
+    records = benchmark.parse_log(benchmark.HEADER + "cmd\n" + "\n".join(lines))
+    assert benchmark.epochs_trained(records) == 2
+    partial = records[:-1] + [dict(records[-1], num_updates=170)]  # stopped by --max-update
+    assert benchmark.epochs_trained(partial) == 1.5
+
+
+def test_sigterm_stops_the_training_it_started(tiny_data, tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
+         _tiny_config(tmp_path), "--out", tmp_path / "out", "--max-epoch", "200",
+         "--skip-bleu"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    log = tmp_path / "out" / "baseline-s1" / "train.log"
+    deadline = time.monotonic() + 120
+    while not (log.exists() and "| train_inner |" in log.read_text()):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+        time.sleep(0.2)
+    trainers = children(proc.pid)
+    assert len(trainers) == 1
+    os.kill(proc.pid, signal.SIGTERM)  # benchmark.py only, as a job scheduler would
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "stopped by signal" in out
+    deadline = time.monotonic() + 10
+    while running(trainers[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not running(trainers[0])

@@ -1,8 +1,11 @@
 """End to end: fairseq-train --task autoassist_translation with the paper's Boss families."""
 
+import json
+import sys
+
 import pytest
 
-from utils import USER_DIR, log_records, run, train_args
+from utils import REPO, USER_DIR, log_records, run, train_args
 
 ARCHS = {
     "transformer": None,  # utils.TINY_TRANSFORMER
@@ -64,3 +67,30 @@ def test_update_freq_and_max_epoch(train_data, tmp_path):
     proc = run(train_args(train_data, tmp_path, extra=["--max-epoch", "2", "--update-freq", "2"]))
     assert "done training" in proc.stdout + proc.stderr
     assert len(log_records(proc.stdout, "valid")) == 2
+
+
+def test_reweighted_training_still_skips(train_data, tmp_path):
+    proc = _train(train_data, tmp_path, "transformer", extra=["--assistant-reweight"])
+    _check_assistant_took_over(proc.stdout)
+
+
+def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(train_data, transformer_run,
+                                                            tmp_path):
+    save_dir, _ = transformer_run
+    out = tmp_path / "diagnosis.json"
+    run([sys.executable, REPO / "scripts" / "diagnose_assistant.py", "--data", train_data,
+         "--checkpoint", save_dir / "checkpoint_last.pt", "--out", out])
+    d = json.loads(out.read_text())
+    assert d["pairs"] == 2000 and d["lambda"] > 0
+    assert d["spearman_g_loss"] > 0.3  # g ranks pairs by the Boss's actual loss
+    assert d["accuracy_vs_threshold"] > d["majority_share"]
+    # the pairs it expects to skip hold less of the loss than of the tokens
+    assert 0 < d["skipped_share_loss"] < d["skipped_share_tokens"] < 1
+    quintiles = [q["loss_mean"] for q in d["by_accept_quintile"]]
+    assert quintiles[0] < quintiles[-1]  # least accepted: lowest loss
+
+
+def test_diagnosis_of_a_checkpoint_without_assistant_is_an_error(train_data, tmp_path):
+    missing = run([sys.executable, REPO / "scripts" / "diagnose_assistant.py", "--data",
+                   train_data, "--checkpoint", tmp_path / "nope.pt"], check=False)
+    assert missing.returncode != 0 and "nope.pt not found" in missing.stderr
