@@ -19,6 +19,7 @@ import sys
 
 import numpy as np
 import torch
+from scipy.stats import spearmanr
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -56,6 +57,7 @@ def main():
 
     utils.import_user_module(argparse.Namespace(user_dir=os.path.join(REPO, "autoassist_fairseq")))
     from autoassist_fairseq.assistant import Assistant, AssistantHParams
+    from autoassist_fairseq.assistant.sampler import accept_probability
     from autoassist_fairseq.data.batch_iterator import from_checkpoint
 
     state = torch.load(a.checkpoint, map_location="cpu", weights_only=False)
@@ -75,8 +77,7 @@ def main():
     assistant.load_state_dict(from_checkpoint(saved["ranks"][0]["assistant"]))
     ids = np.arange(len(dataset))
     g = np.concatenate([assistant.utility(ids[i:i + 16384]) for i in range(0, len(ids), 16384)])
-    accept = np.concatenate([assistant.accept_probability(ids[i:i + 16384])
-                             for i in range(0, len(ids), 16384)])
+    accept = accept_probability(g, assistant.schedule.lam)  # Algorithm 1's, from the same g
     stats = assistant.stats
     hard = losses > stats["threshold"]
     skip = 1 - accept  # expected skips per pair in one pass
@@ -90,8 +91,7 @@ def main():
         "logged_accuracy": stats["accuracy"],
         "accuracy_vs_threshold": float(((g > 0.5) == hard).mean()),
         "majority_share": float(max(hard.mean(), 1 - hard.mean())),
-        "spearman_g_loss": float(np.corrcoef(np.argsort(np.argsort(g)),
-                                             np.argsort(np.argsort(losses)))[0, 1]),
+        "spearman_g_loss": float(spearmanr(g, losses).statistic),
         "mean_loss": float(losses.mean()),
         "skipped_share_pairs": float(skip.mean()),
         "skipped_share_tokens": float((skip * ntok).sum() / ntok.sum()),
