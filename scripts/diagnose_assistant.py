@@ -10,6 +10,10 @@ Assistant's g and P(accept) from the checkpoint's Assistant state (rank 0). It r
 how well g tells loss > T_k, and what the pairs the Assistant expects to skip hold: their
 share of pairs, of target tokens and of the summed token loss. Skipping pays only when the
 skipped share of the loss is well below the skipped share of the tokens.
+
+It also reports what an oracle Assistant, one that knew every pair's loss, would skip with the
+same share of tokens (and with 35%, the issue's goal): the easiest pairs first. That bounds
+what any loss-predicting Assistant can gain on this Boss.
 """
 
 import argparse
@@ -42,12 +46,23 @@ def boss_losses(models, task, criterion, dataset, max_tokens):
     return losses, ntok
 
 
+def oracle_skipped_loss(losses, ntok, token_share):
+    """Share of the summed token loss held by the easiest pairs with *token_share* of the tokens."""
+    order = np.argsort(losses)
+    within = np.cumsum(ntok[order]) <= token_share * ntok.sum()
+    token_loss = (losses * ntok)[order]
+    return float(token_loss[within].sum() / token_loss.sum())
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, help="the data directory the run trained on")
     p.add_argument("--checkpoint", required=True, help="a checkpoint of an AutoAssist run")
     p.add_argument("--max-tokens", type=int, default=8000)
     p.add_argument("--out", default=None, help="also write the figures to this JSON file")
+    p.add_argument("--losses-out", default=None,
+                   help="also save each pair's loss and target tokens (numpy .npz), "
+                        "e.g. to replay the Assistant offline with other settings")
     a = p.parse_args()
     for path in (a.data, a.checkpoint):
         if not os.path.exists(path):
@@ -71,6 +86,8 @@ def main():
     dataset = task.datasets[cfg.dataset.train_subset]
     criterion = task.build_criterion(cfg.criterion)
     losses, ntok = boss_losses(models, task, criterion, dataset, a.max_tokens)
+    if a.losses_out:
+        np.savez(a.losses_out, losses=losses, ntok=ntok)
 
     # the task opened (and checked) the features with the train split
     assistant = Assistant(task.features, AssistantHParams.from_config(cfg.task))
@@ -98,6 +115,9 @@ def main():
         "skipped_share_loss": float((skip * token_loss).sum() / token_loss.sum()),
         "by_accept_quintile": quintiles,
     }
+    result["oracle_skipped_share_loss"] = oracle_skipped_loss(
+        losses, ntok, result["skipped_share_tokens"])
+    result["oracle_skipped_share_loss_at_35pct_tokens"] = oracle_skipped_loss(losses, ntok, 0.35)
     print(json.dumps(result, indent=1))
     if a.out:
         os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)

@@ -77,17 +77,37 @@ def test_reweighted_training_still_skips(train_data, tmp_path):
 def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(train_data, transformer_run,
                                                             tmp_path):
     save_dir, _ = transformer_run
-    out = tmp_path / "diagnosis.json"
+    out, losses = tmp_path / "diagnosis.json", tmp_path / "losses.npz"
     run([sys.executable, REPO / "scripts" / "diagnose_assistant.py", "--data", train_data,
-         "--checkpoint", save_dir / "checkpoint_last.pt", "--out", out])
+         "--checkpoint", save_dir / "checkpoint_last.pt", "--out", out, "--losses-out", losses])
     d = json.loads(out.read_text())
     assert d["pairs"] == 2000 and d["lambda"] > 0
     assert d["spearman_g_loss"] > 0.3  # g ranks pairs by the Boss's actual loss
     assert d["accuracy_vs_threshold"] > d["majority_share"]
     # the pairs it expects to skip hold less of the loss than of the tokens
     assert 0 < d["skipped_share_loss"] < d["skipped_share_tokens"] < 1
+    # an oracle skipping the lowest-loss pairs first does at least as well, and skips
+    # less than its token share of the loss
+    assert 0 < d["oracle_skipped_share_loss"] <= d["skipped_share_loss"]
+    assert 0 < d["oracle_skipped_share_loss_at_35pct_tokens"] < 0.35
     quintiles = [q["loss_mean"] for q in d["by_accept_quintile"]]
     assert quintiles[0] < quintiles[-1]  # least accepted: lowest loss
+
+    # the saved losses replay offline: the defaults learn to skip low-loss pairs,
+    # lambda_max=0 skips nothing
+    replay_out = tmp_path / "replay.json"
+    run([sys.executable, REPO / "scripts" / "replay_assistant.py", "--data", train_data,
+         "-s", "src", "-t", "tgt", "--losses", losses, "--batches", "300", "--batch-size", "64",
+         "--set", "", "--set", "lambda_max=0", "--out", replay_out])
+    defaults, no_skip = json.loads(replay_out.read_text())["results"]
+    assert defaults["spearman_g_loss"] > 0.3 and defaults["lambda"] > 0
+    assert (defaults["oracle_skipped_share_loss"] <= defaults["skipped_share_loss"]
+            < defaults["skipped_share_tokens"])
+    assert no_skip["lambda"] == 0 and no_skip["skipped_share_tokens"] == 0
+    bad = run([sys.executable, REPO / "scripts" / "replay_assistant.py", "--data", train_data,
+               "-s", "src", "-t", "tgt", "--losses", losses, "--set", "lr=2,speed=3"],
+              check=False)
+    assert bad.returncode != 0 and "speed=3" in bad.stderr and "weight_decay" in bad.stderr
 
 
 def test_diagnosis_of_a_checkpoint_without_assistant_is_an_error(train_data, tmp_path):

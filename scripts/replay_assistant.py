@@ -1,0 +1,114 @@
+#!/usr/bin/env python
+"""Replay the Assistant offline on a Boss's per-pair losses, to compare its settings cheaply.
+
+    python scripts/diagnose_assistant.py --data work/multi30k \\
+        --checkpoint OUT/autoassist-s1/checkpoints/checkpoint12.pt --losses-out losses.npz
+    python scripts/replay_assistant.py --data work/multi30k -s en -t de --losses losses.npz \\
+        --set lr=1 --set lr=4 --set lr=4,weight_decay=1e-4
+
+Each ``--set`` (``--assistant-*`` names without the prefix, comma-separated) starts a fresh
+Assistant and feeds it loss batches of random pairs, as the Boss would, with the losses held
+fixed at the checkpoint's (times log-normal noise, standing in for dropout). It reports how
+well g ranks the losses and what Algorithm 1 would skip: the shares of tokens and of loss,
+against an oracle that skips the lowest-loss pairs first. It takes seconds where a benchmark
+run takes minutes, but the Boss does not learn meanwhile: use it to choose which setting
+deserves a benchmark run, not to claim a speed-up.
+"""
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict
+
+import numpy as np
+from scipy.stats import spearmanr
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from autoassist_fairseq.assistant import Assistant, AssistantHParams  # noqa: E402
+from autoassist_fairseq.assistant.sampler import accept_probability  # noqa: E402
+from autoassist_fairseq.features.store import FeatureStore, feature_prefix  # noqa: E402
+
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+from diagnose_assistant import oracle_skipped_loss  # noqa: E402
+
+
+def parse_setting(text):
+    """'lr=4,weight_decay=1e-4' -> AssistantHParams, with a clear error for unknown names."""
+    known = AssistantHParams.__dataclass_fields__
+    values = {}
+    for item in filter(None, text.split(",")):
+        name, _, value = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if name not in known or not value:
+            raise SystemExit(f"error: --set {text!r}: expected NAME=VALUE with NAME one of "
+                             f"{', '.join(known)}")
+        values[name] = type(getattr(AssistantHParams(), name))(value)
+    try:
+        return AssistantHParams(**values).check()
+    except ValueError as err:
+        raise SystemExit(f"error: --set {text!r}: {err}")
+
+
+def replay(store, losses, ntok, hparams, batches, batch_size, noise, seed):
+    rng = np.random.default_rng(seed)
+    assistant = Assistant(store, hparams)
+    for _ in range(batches):
+        ids = rng.choice(len(losses), batch_size, replace=False)
+        assistant.learn(ids, losses[ids] * np.exp(rng.normal(0.0, noise, batch_size)))
+    all_ids = np.arange(len(losses))
+    g = np.concatenate([assistant.utility(all_ids[i:i + 16384])
+                        for i in range(0, len(losses), 16384)])
+    skip = 1 - accept_probability(g, assistant.schedule.lam)
+    token_share = float((skip * ntok).sum() / ntok.sum())
+    return {"lambda": assistant.schedule.lam, "accuracy": assistant.schedule.accuracy,
+            "chance": assistant.schedule.chance,
+            "spearman_g_loss": float(spearmanr(g, losses).statistic),
+            "skipped_share_tokens": token_share,
+            "skipped_share_loss": float((skip * ntok * losses).sum() / (ntok * losses).sum()),
+            "oracle_skipped_share_loss": oracle_skipped_loss(losses, ntok, token_share)}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True, help="the prepared data directory")
+    p.add_argument("-s", "--source-lang", required=True)
+    p.add_argument("-t", "--target-lang", required=True)
+    p.add_argument("--losses", required=True,
+                   help="per-pair losses (.npz from diagnose_assistant.py --losses-out)")
+    p.add_argument("--set", action="append", default=None, metavar="NAME=VALUE[,...]",
+                   help="one Assistant setting to replay (repeatable; default: the defaults)")
+    p.add_argument("--batches", type=int, default=1500,
+                   help="loss batches per replay (about 12 epochs of the Multi30k config)")
+    p.add_argument("--batch-size", type=int, default=220, help="pairs per loss batch")
+    p.add_argument("--noise", type=float, default=0.15, help="sd of the log-normal loss noise")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="also write the results to this JSON file")
+    a = p.parse_args()
+    if not os.path.exists(a.losses):
+        sys.exit(f"error: {a.losses} not found; write it with "
+                 "scripts/diagnose_assistant.py --losses-out")
+    saved = np.load(a.losses)
+    losses, ntok = saved["losses"], saved["ntok"]
+    store = FeatureStore.open(feature_prefix(a.data, "train", a.source_lang, a.target_lang),
+                              num_rows=len(losses))
+    if a.batch_size > len(losses):
+        sys.exit(f"error: --batch-size {a.batch_size} exceeds the {len(losses)} pairs")
+    settings = [(text, parse_setting(text)) for text in a.set or [""]]  # all errors first
+    results = []
+    for text, hparams in settings:
+        result = replay(store, losses, ntok, hparams, a.batches, a.batch_size, a.noise, a.seed)
+        results.append({"set": text or "defaults", "hparams": asdict(hparams), **result})
+        print(f"{text or 'defaults':>30}: " + " ".join(
+            f"{k}={v:.3f}" for k, v in result.items()), flush=True)
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"losses": os.path.abspath(a.losses), "batches": a.batches,
+                       "batch_size": a.batch_size, "noise": a.noise, "seed": a.seed,
+                       "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
