@@ -21,7 +21,6 @@ from fairseq.data.iterators import CountingIterator, EpochBatchIterating
 
 from ..assistant.process import AssistantDied, AssistantProcess
 from .batch_generator import BatchGenerator, concat_ids
-from .interrupts import LATCH
 from .messages import BeginEpoch, LoadState, WindowPlan
 
 logger = logging.getLogger(__name__)
@@ -121,8 +120,6 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                 logger.info(f"resuming epoch {self.epoch} at batch {offset}/{num_batches} "
                             "with a fresh batch plan for the remaining batches")
         self._plan = plan
-        LATCH.install()  # once; a Ctrl-C latched in an earlier epoch was dealt with there
-        LATCH.clear()
         self._send_begin_epoch()
         self._cur_epoch_itr = CountingIterator(self._batches(plan, num_batches - offset),
                                                start=offset, total=num_batches)
@@ -144,7 +141,6 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def _batches(self, plan, count):
         yielded = 0
         while yielded < count:
-            LATCH.check()  # a Ctrl-C whose KeyboardInterrupt Python dropped (see interrupts)
             if not plan["pending"]:
                 self._take_window(self._next_window(plan))
                 continue
