@@ -68,13 +68,18 @@ class capture_token_losses:
         return False
 
 
+def _by_sentence(token_losses: torch.Tensor, target: torch.Tensor, padding_idx: int):
+    """*token_losses* as (bsz, len), and the mask of their non-padding target tokens."""
+    tokens = token_losses.reshape(target.size(0), -1)
+    # criteria may drop a target prefix (--ignore-prefix-size): align the mask from the end
+    return tokens, target[:, target.size(1) - tokens.size(1):].ne(padding_idx)
+
+
 def weigh(token_losses: torch.Tensor, target: torch.Tensor, weights: torch.Tensor,
           padding_idx: int) -> torch.Tensor:
     """Sum of *token_losses* with each sentence's tokens weighted by *weights*, scaled so
     that the weights of the batch's non-padding target tokens sum to their count."""
-    bsz = target.size(0)
-    tokens = token_losses.reshape(bsz, -1)
-    mask = target[:, target.size(1) - tokens.size(1):].ne(padding_idx)
+    tokens, mask = _by_sentence(token_losses, target, padding_idx)
     w = weights.to(tokens.device, tokens.dtype)
     counts = mask.sum(1).to(tokens.dtype)
     w = w * counts.sum() / (w * counts).sum().clamp(min=1e-12)
@@ -87,10 +92,6 @@ def per_sentence_loss(token_losses: torch.Tensor, sample: dict, padding_idx: int
     Returns:
         tuple: (dataset ids, losses), both numpy arrays of length bsz.
     """
-    target = sample["target"]
-    bsz = target.size(0)
-    tokens = token_losses.reshape(bsz, -1).float()
-    # criteria may drop a target prefix (--ignore-prefix-size): align the mask from the end
-    mask = target[:, target.size(1) - tokens.size(1):].ne(padding_idx)
-    losses = tokens.sum(1) / mask.sum(1).clamp(min=1)
+    tokens, mask = _by_sentence(token_losses, sample["target"], padding_idx)
+    losses = tokens.float().sum(1) / mask.sum(1).clamp(min=1)
     return sample["id"].cpu().numpy().astype(np.int64), losses.cpu().numpy().astype(np.float64)

@@ -54,6 +54,24 @@ def oracle_skipped_loss(losses, ntok, token_share):
     return float(token_loss[within].sum() / token_loss.sum())
 
 
+def skip_figures(assistant, losses, ntok):
+    """g and Algorithm 1's P(accept) of every pair, and what its expected skips in one pass
+    hold against the oracle's: the figures this script and replay_assistant.py both report."""
+    from autoassist_fairseq.assistant.sampler import accept_probability
+
+    ids = np.arange(len(losses))
+    g = np.concatenate([assistant.utility(ids[i:i + 16384]) for i in range(0, len(ids), 16384)])
+    accept = accept_probability(g, assistant.schedule.lam)  # Algorithm 1's, from the same g
+    skip = 1 - accept  # expected skips per pair in one pass
+    token_share = float((skip * ntok).sum() / ntok.sum())
+    token_loss = losses * ntok
+    return g, accept, {
+        "spearman_g_loss": float(spearmanr(g, losses).statistic),
+        "skipped_share_tokens": token_share,
+        "skipped_share_loss": float((skip * token_loss).sum() / token_loss.sum()),
+        "oracle_skipped_share_loss": oracle_skipped_loss(losses, ntok, token_share)}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, help="the data directory the run trained on")
@@ -72,7 +90,6 @@ def main():
 
     utils.import_user_module(argparse.Namespace(user_dir=os.path.join(REPO, "autoassist_fairseq")))
     from autoassist_fairseq.assistant import Assistant, AssistantHParams
-    from autoassist_fairseq.assistant.sampler import accept_probability
     from autoassist_fairseq.data.batch_iterator import from_checkpoint
 
     state = torch.load(a.checkpoint, map_location="cpu", weights_only=False)
@@ -92,32 +109,28 @@ def main():
     # the task opened (and checked) the features with the train split
     assistant = Assistant(task.features, AssistantHParams.from_config(cfg.task))
     assistant.load_state_dict(from_checkpoint(saved["ranks"][0]["assistant"]))
-    ids = np.arange(len(dataset))
-    g = np.concatenate([assistant.utility(ids[i:i + 16384]) for i in range(0, len(ids), 16384)])
-    accept = accept_probability(g, assistant.schedule.lam)  # Algorithm 1's, from the same g
+    g, accept, shares = skip_figures(assistant, losses, ntok)
+    skip = 1 - accept
     stats = assistant.stats
     hard = losses > stats["threshold"]
-    skip = 1 - accept  # expected skips per pair in one pass
-    token_loss = losses * ntok
     order = np.argsort(accept)
     quintiles = [{"accept_mean": float(accept[q].mean()), "loss_mean": float(losses[q].mean()),
                   "hard_share": float(hard[q].mean())} for q in np.array_split(order, 5)]
     result = {
-        "checkpoint": os.path.abspath(a.checkpoint), "pairs": len(ids),
+        "checkpoint": os.path.abspath(a.checkpoint), "pairs": len(losses),
         "threshold": stats["threshold"], "lambda": stats["lambda"],
         "logged_accuracy": stats["accuracy"],
         "accuracy_vs_threshold": float(((g > 0.5) == hard).mean()),
         "majority_share": float(max(hard.mean(), 1 - hard.mean())),
-        "spearman_g_loss": float(spearmanr(g, losses).statistic),
+        "spearman_g_loss": shares["spearman_g_loss"],
         "mean_loss": float(losses.mean()),
         "skipped_share_pairs": float(skip.mean()),
-        "skipped_share_tokens": float((skip * ntok).sum() / ntok.sum()),
-        "skipped_share_loss": float((skip * token_loss).sum() / token_loss.sum()),
+        "skipped_share_tokens": shares["skipped_share_tokens"],
+        "skipped_share_loss": shares["skipped_share_loss"],
         "by_accept_quintile": quintiles,
+        "oracle_skipped_share_loss": shares["oracle_skipped_share_loss"],
+        "oracle_skipped_share_loss_at_35pct_tokens": oracle_skipped_loss(losses, ntok, 0.35),
     }
-    result["oracle_skipped_share_loss"] = oracle_skipped_loss(
-        losses, ntok, result["skipped_share_tokens"])
-    result["oracle_skipped_share_loss_at_35pct_tokens"] = oracle_skipped_loss(losses, ntok, 0.35)
     print(json.dumps(result, indent=1))
     if a.out:
         os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)

@@ -22,17 +22,15 @@ import sys
 from dataclasses import asdict
 
 import numpy as np
-from scipy.stats import spearmanr
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from autoassist_fairseq.assistant import Assistant, AssistantHParams  # noqa: E402
-from autoassist_fairseq.assistant.sampler import accept_probability  # noqa: E402
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "scripts"))
-from diagnose_assistant import oracle_skipped_loss  # noqa: E402
+from diagnose_assistant import skip_figures  # noqa: E402
 
 
 def parse_setting(text):
@@ -58,17 +56,9 @@ def replay(store, losses, ntok, hparams, batches, batch_size, noise, seed):
     for _ in range(batches):
         ids = rng.choice(len(losses), batch_size, replace=False)
         assistant.learn(ids, losses[ids] * np.exp(rng.normal(0.0, noise, batch_size)))
-    all_ids = np.arange(len(losses))
-    g = np.concatenate([assistant.utility(all_ids[i:i + 16384])
-                        for i in range(0, len(losses), 16384)])
-    skip = 1 - accept_probability(g, assistant.schedule.lam)
-    token_share = float((skip * ntok).sum() / ntok.sum())
+    _, _, shares = skip_figures(assistant, losses, ntok)
     return {"lambda": assistant.schedule.lam, "accuracy": assistant.schedule.accuracy,
-            "chance": assistant.schedule.chance,
-            "spearman_g_loss": float(spearmanr(g, losses).statistic),
-            "skipped_share_tokens": token_share,
-            "skipped_share_loss": float((skip * ntok * losses).sum() / (ntok * losses).sum()),
-            "oracle_skipped_share_loss": oracle_skipped_loss(losses, ntok, token_share)}
+            "chance": assistant.schedule.chance, **shares}
 
 
 def main():
