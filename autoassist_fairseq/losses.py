@@ -19,6 +19,7 @@ The token losses kept for the Assistant are the unweighted ones.
 """
 
 import inspect
+from collections import deque
 
 import numpy as np
 import torch
@@ -86,12 +87,60 @@ def weigh(token_losses: torch.Tensor, target: torch.Tensor, weights: torch.Tenso
     return (tokens * w[:, None]).sum()
 
 
+def sentence_losses(token_losses: torch.Tensor, sample: dict, padding_idx: int) -> torch.Tensor:
+    """Mean token loss of every sentence of *sample*, on the losses' device."""
+    tokens, mask = _by_sentence(token_losses, sample["target"], padding_idx)
+    return tokens.float().sum(1) / mask.sum(1).clamp(min=1)
+
+
+class BossLosses:
+    """Per-sentence losses on their way to the Assistant, handed over one step late.
+
+    The copy to the CPU is started without blocking (into pinned memory, on a GPU) when a
+    step's losses are held, and they are handed over by a later step once the copy is done,
+    so the Boss's step never waits for the device. The dataset ids come from the batch plan
+    (``sample["autoassist"]["ids"]``), already on the CPU.
+    """
+
+    def __init__(self, recent: int = 64):
+        self._held = deque()  # (ids, cpu losses, cuda event or None), oldest first
+        self._recent = deque(maxlen=recent)  # batches seen lately (fairseq's --amp retry)
+
+    def hold(self, meta: dict, losses: torch.Tensor) -> bool:
+        """Keep a step's losses; returns True (and keeps nothing) for a batch seen lately:
+        fairseq's ``--amp`` retries an update with the same samples after an overflow."""
+        if any(m is meta for m in self._recent):
+            return True
+        self._recent.append(meta)
+        event = None
+        if losses.is_cuda:
+            copy = torch.empty(losses.shape, dtype=losses.dtype, pin_memory=True)
+            copy.copy_(losses, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record()
+        else:
+            copy = losses.detach()
+        self._held.append((meta["ids"], copy, event))
+        return False
+
+    def ready(self, keep_last: bool = True, wait: bool = False):
+        """Yield ``(ids, losses)`` numpy pairs whose copy is done; by default the newest is
+        kept for a later step. *wait* blocks until every copy is done (before a save)."""
+        while len(self._held) > (1 if keep_last else 0):
+            ids, copy, event = self._held[0]
+            if event is not None and not event.query():
+                if not wait:
+                    return
+                event.synchronize()
+            self._held.popleft()
+            yield ids, copy.numpy().astype(np.float64)
+
+
 def per_sentence_loss(token_losses: torch.Tensor, sample: dict, padding_idx: int):
     """Mean token loss of every sentence of *sample*.
 
     Returns:
         tuple: (dataset ids, losses), both numpy arrays of length bsz.
     """
-    tokens, mask = _by_sentence(token_losses, sample["target"], padding_idx)
-    losses = tokens.float().sum(1) / mask.sum(1).clamp(min=1)
+    losses = sentence_losses(token_losses, sample, padding_idx)
     return sample["id"].cpu().numpy().astype(np.int64), losses.cpu().numpy().astype(np.float64)

@@ -22,11 +22,12 @@ def _gen(sizes, **kw):
     return BatchGenerator(np.arange(N), src, tgt, **args)
 
 
-def _epoch(gen, epoch, accept_fn, num_batches=None):
-    gen.begin_epoch(epoch, num_batches)
-    windows = []
-    while (w := gen.next_window(accept_fn)) is not None:
-        windows.append(w)
+def _epoch(gen, epoch, accept_fn):
+    """The windows of data pass *epoch*, up to the one that ends it."""
+    gen.begin_epoch(epoch)
+    windows = [gen.next_window(accept_fn)]
+    while not windows[-1].ends_pass:
+        windows.append(gen.next_window(accept_fn))
     return windows
 
 
@@ -49,10 +50,12 @@ def test_rejected_pairs_return_next_epoch(sizes):
     gen = _gen(sizes)
     half = lambda ids: np.full(len(ids), 0.5)  # noqa: E731
     w1 = _epoch(gen, 1, half)
-    rejected = np.concatenate([w.rejected for w in w1])
     accepted = np.concatenate([b for w in w1 for b in w.batches])
+    rejected = np.setdiff1d(np.arange(N), accepted)
     assert 0.4 < len(accepted) / N < 0.6
-    assert len(np.intersect1d(rejected, accepted)) == 0 and len(rejected) + len(accepted) == N
+    assert len(accepted) == len(set(accepted.tolist()))
+    assert sum(w.accepted_pairs for w in w1) == len(accepted)
+    assert gen.epoch == 2 and gen.cursor == 0  # the stream went on into the next pass
     w2 = _epoch(gen, 2, _all)
     seen = np.concatenate([b for w in w2 for b in w.batches])
     assert set(rejected.tolist()) <= set(seen.tolist())
@@ -66,15 +69,30 @@ def test_order_changes_per_epoch(sizes):
     assert first != second and first == again
 
 
-@pytest.mark.parametrize("target", [30, 200])
-def test_fixed_count_is_exact_without_duplicates(sizes, target):
+def test_stream_runs_pass_after_pass(sizes):
     gen = _gen(sizes)
-    half = lambda ids: np.full(len(ids), 0.5)  # noqa: E731
-    windows = _epoch(gen, 1, half, num_batches=target)
-    batches = [b for w in windows for b in w.batches]
-    assert len(batches) == target
-    ids = np.concatenate(batches)
-    assert len(ids) == len(set(ids.tolist()))
+    gen.begin_epoch(1)
+    passes = {}
+    for _ in range(3 * (gen.num_windows + 1)):
+        w = gen.next_window(lambda ids: np.full(len(ids), 0.7))
+        passes.setdefault(w.epoch, []).extend(w.batches)
+    assert sorted(passes) == [1, 2, 3]
+    for batches in passes.values():  # every pass: each pair at most once
+        ids = np.concatenate(batches)
+        assert len(ids) == len(set(ids.tolist())) and 0.6 < len(ids) / N < 0.8
+
+
+def test_accept_all_and_generation_from_begin(sizes):
+    from autoassist_fairseq.assistant.messages import BeginEpoch
+
+    gen = _gen(sizes)
+    gen.begin(BeginEpoch(3))
+    state = dict(gen.state_dict(), generation=7)
+    other = _gen(sizes)
+    other.begin(BeginEpoch(3, state=state, accept_all=True))
+    w = other.next_window(lambda ids: np.zeros(len(ids)))  # accept_all overrides the scores
+    assert w.accepted_pairs == w.considered_pairs and w.state_after["generation"] == 7
+    assert w.state_after["accept_all"] is True
 
 
 def test_epoch_batch_count_is_what_accept_all_yields(sizes):
@@ -94,15 +112,18 @@ def test_shards_are_disjoint_and_cover_the_data(sizes):
 def test_state_dict_round_trip_gives_identical_batches(sizes):
     score = lambda ids: 0.3 + 0.7 * (ids % 7 == 0)  # noqa: E731
     gen = _gen(sizes)
-    gen.begin_epoch(2, num_batches=60)
+    gen.begin_epoch(2)
     for _ in range(2):
         gen.next_window(score)
     state = gen.state_dict()
-    rest = [b.tolist() for w in iter(lambda: gen.next_window(score), None) for b in w.batches]
+    rest = [gen.next_window(score) for _ in range(gen.num_windows + 2)]
     other = _gen(sizes)
     other.load_state_dict(state)
-    again = [b.tolist() for w in iter(lambda: other.next_window(score), None) for b in w.batches]
-    assert rest == again and len(rest) > 0
+    again = [other.next_window(score) for _ in range(gen.num_windows + 2)]
+    assert [b.tolist() for w in rest for b in w.batches] == \
+        [b.tolist() for w in again for b in w.batches]
+    assert [w.weights.tolist() for w in rest] == [w.weights.tolist() for w in again]
+    assert rest[-1].epoch == 3  # crossed into the next pass
 
 
 def _padding(batches, src, tgt):

@@ -116,3 +116,17 @@ def running(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def read_trace(trace_dir, rank=0):
+    """``(epoch, update, ids)`` of every batch a run trained (``--assistant-trace-dir``)."""
+    rows = []
+    with open(Path(trace_dir) / f"trained.rank{rank}.tsv") as f:
+        for line in f:
+            epoch, update, ids = line.rstrip("\n").split("\t")
+            rows.append((int(epoch), int(update), [int(i) for i in ids.split(",")]))
+    return rows
+
+
+# acceptance that does not depend on the Assistant's state: the batch plan is reproducible
+RANDOM_SKIP = ["--assistant-rule", "random", "--assistant-random-rates", "1.0,0.6"]

@@ -8,37 +8,59 @@ it notices a stop request or a dead parent within a fraction of a second.
 import os
 import queue
 import signal
+import sys
 import traceback
 
-from ..data.messages import (POLL_INTERVAL, STOP, AssistantError, BeginEpoch, LoadState,
-                             LossMsg, StateRequest)
+from threadpoolctl import threadpool_limits
+
+from .messages import (POLL_INTERVAL, STOP, AssistantError, BeginEpoch, LoadState, LossMsg,
+                       StateRequest)
 
 # Loss messages learned from between two attempts to hand a window to the Boss.
 _MAX_LOSS_MSGS_PER_TURN = 64
 
 
-def run(make_assistant, make_generator, boss_q, loss_q, control_q, reply_q, error_q,
-        stop_event, parent_pid):
-    """Entry point of the child process (see :class:`AssistantProcess`)."""
-    # Ctrl-C reaches the whole process group: let the Boss decide when we stop.
+def run(make_assistant, make_generator, boss_q, loss_q, control_q, reply_q, stop_event,
+        parent_pid):
+    """Entry point of the child process (see :class:`AssistantProcess`).
+
+    Args:
+        boss_q (multiprocessing.Queue): windows for the Boss (bounded).
+        reply_q (multiprocessing.Queue): state replies, and the traceback if the loop fails.
+    """
+    # Ctrl-C reaches the whole process group: let the Boss decide when it stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # numpy/BLAS threads would compete with the Boss for the same cores.
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = "1"
     try:
-        _loop(make_assistant(), make_generator(), boss_q, loss_q, control_q, reply_q,
-              stop_event, parent_pid)
+        _single_threaded()
+        assistant, generator = make_assistant(), make_generator()
+        _single_threaded()  # again, for the BLAS libraries the builders loaded
+        _loop(assistant, generator, boss_q, loss_q, control_q, reply_q, stop_event,
+              parent_pid)
     except BaseException:  # relay everything, KeyboardInterrupt included
-        _never_wait_at_exit(boss_q, reply_q)
-        error_q.put(AssistantError(traceback.format_exc()))
-        error_q.close()
-        error_q.join_thread()  # the traceback must reach the Boss before we go
+        _never_wait_at_exit(boss_q)
+        reply_q.put(AssistantError(traceback.format_exc()))
+        reply_q.close()
+        reply_q.join_thread()  # the traceback must reach the Boss before the exit
         os._exit(1)
     _never_wait_at_exit(boss_q, reply_q)
 
 
+def _single_threaded():
+    """numpy/BLAS and torch threads would compete with the Boss for the same cores.
+
+    The child is forked after numpy (and maybe torch) started its thread pools, so
+    environment variables come too late: the pools are resized in place. Libraries loaded
+    later read the variables.
+    """
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    threadpool_limits(1)
+    if "torch" in sys.modules:  # never import torch here only to limit it
+        sys.modules["torch"].set_num_threads(1)
+
+
 def _never_wait_at_exit(*queues):
-    """A queue's feeder thread would block our exit while the Boss is not reading."""
+    """A queue's feeder thread would block the exit while the Boss is not reading."""
     for q in queues:
         q.cancel_join_thread()
 
@@ -46,8 +68,12 @@ def _never_wait_at_exit(*queues):
 def _loop(assistant, generator, boss_q, loss_q, control_q, reply_q, stop_event, parent_pid):
     counters = {"loss_msgs": 0}
     producing, pending = False, None
+    # The data pass last announced to the Assistant, so that a rule can use per-pass
+    # settings; one fairseq epoch may span passes, so it follows the generator.
+    begin_pass = getattr(assistant, "begin_epoch", None)
+    announced = None
     while not stop_event.is_set() and os.getppid() == parent_pid:
-        # 1. control messages first: they change what we produce
+        # 1. control messages first: they change what is produced
         while True:
             try:
                 msg = control_q.get_nowait()
@@ -56,10 +82,7 @@ def _loop(assistant, generator, boss_q, loss_q, control_q, reply_q, stop_event, 
             if msg is STOP:
                 return
             if isinstance(msg, BeginEpoch):
-                if msg.state is not None:
-                    generator.load_state_dict(msg.state)
-                else:
-                    generator.begin_epoch(msg.epoch, msg.num_batches)
+                generator.begin(msg)
                 producing, pending = True, None
             elif isinstance(msg, StateRequest):
                 _drain_losses(assistant, loss_q, counters, limit=None)
@@ -73,6 +96,9 @@ def _loop(assistant, generator, boss_q, loss_q, control_q, reply_q, stop_event, 
         learned = _drain_losses(assistant, loss_q, counters, limit=_MAX_LOSS_MSGS_PER_TURN)
         # 3. produce the next window with the current state, and hand it over
         if producing and pending is None:
+            if begin_pass is not None and generator.epoch != announced:
+                announced = generator.epoch
+                begin_pass(announced)
             pending = generator.next_window(assistant.accept_probability)
             if pending is None:
                 producing = False

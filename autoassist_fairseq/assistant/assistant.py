@@ -6,6 +6,7 @@ import numpy as np
 
 from ..features.store import FeatureStore
 from .model import LogisticAssistant
+from .rules import MAX_PATIENCE, RULES, PairHistory, parse_random_rates, pass_rate
 from .sampler import accept_probability
 from .schedule import AssistantSchedule
 
@@ -15,7 +16,17 @@ class AssistantHParams:
     """Hyperparameters of the Assistant; the task's ``--assistant-*`` flags fill them.
 
     Defaults were chosen with ``scripts/benchmark.py`` (see README, "Options" and "Results"):
-    lr 4 learned more per Boss token than lr 1 in both measured seeds."""
+    lr 4 learned more per Boss token than lr 1 in both measured seeds.
+
+    ``rule`` picks the selection rule (:mod:`.rules`). ``random_rates`` feeds ``random``.
+    The ``noise_*`` fields steer ``learnable``'s test for unlearnable pairs: a pair is
+    skipped once its loss was above the EMA of the ``noise_quantile`` quantile of the loss
+    batches at ``noise_patience`` consecutive visits without falling by more than
+    ``noise_min_decline`` (relative) between them. Defaults: 0.8 flags only the top fifth
+    of the losses, where misaligned pairs gather (on a noisy Multi30k their mean loss was
+    4.89 against 3.46 for clean pairs after 8 epochs); 2 visits is the fewest that can show
+    the absence of a decline; 0.02 lies below the per-epoch decline of the Boss's mean
+    training loss while it still learns, so pairs that keep pace are never flagged."""
 
     lr: float = 4.0
     weight_decay: float = 1e-5
@@ -23,6 +34,15 @@ class AssistantHParams:
     accuracy_decay: float = 0.98
     lambda_max: float = 0.9
     warmup: int = 20
+    rule: str = "paper"
+    random_rates: str = ""
+    noise_quantile: float = 0.8
+    noise_min_decline: float = 0.02
+    noise_patience: int = 2
+
+    def __post_init__(self):
+        # fairseq's ChoiceEnum values are enums whose str() is the choice
+        self.rule, self.random_rates = str(self.rule), str(self.random_rates or "")
 
     def check(self) -> "AssistantHParams":
         """Raise ValueError naming the flag and its valid range for any bad value."""
@@ -34,12 +54,23 @@ class AssistantHParams:
             "lambda_max": (0 <= self.lambda_max < 1, "in [0, 1) (1 would let the Assistant "
                            "exclude pairs for good)"),
             "warmup": (self.warmup >= 0, ">= 0"),
+            "rule": (self.rule in RULES, "one of " + ", ".join(RULES)),
+            "noise_quantile": (0.5 < self.noise_quantile < 1, "in (0.5, 1)"),
+            "noise_min_decline": (0 <= self.noise_min_decline < 1, "in [0, 1)"),
+            "noise_patience": (2 <= self.noise_patience <= MAX_PATIENCE,
+                               f"an integer in [2, {MAX_PATIENCE}] (one visit cannot show "
+                               "that a loss does not decline)"),
         }
         for name, (ok, allowed) in rules.items():
             if not ok:
                 flag = "--assistant-" + name.replace("_", "-")
                 raise ValueError(f"{flag}={getattr(self, name)} is out of range: it must be "
                                  f"{allowed}")
+        if self.random_rates:
+            parse_random_rates(self.random_rates)
+        elif self.rule == "random":
+            raise ValueError("--assistant-rule random needs --assistant-random-rates, the "
+                             "per-pass acceptance rates in (0, 1], e.g. 1.0,0.8,0.74")
         return self
 
     @classmethod
@@ -48,7 +79,11 @@ class AssistantHParams:
 
 
 class Assistant:
-    """Learns P(loss_i > T_k) online from the Boss's per-sentence losses.
+    """Learns P(loss_i > T_k) online from the Boss's per-sentence losses, and decides from
+    it which candidates the Boss trains on, by the rule ``hparams.rule`` (:mod:`.rules`).
+
+    Whatever the rule, g(psi | theta), T_k and lambda_k learn from every finite loss the
+    same way, so their logged values stay comparable across rules.
 
     Args:
         store (FeatureStore): psi_i of every pair, memory-mapped.
@@ -61,22 +96,66 @@ class Assistant:
         self.model = LogisticAssistant(store.dim, hparams.lr, hparams.weight_decay)
         self.schedule = AssistantSchedule(hparams.threshold_decay, hparams.accuracy_decay,
                                           hparams.lambda_max, hparams.warmup)
+        self.rates = parse_random_rates(hparams.random_rates) if hparams.random_rates else ()
+        self.history = None
+        if hparams.rule == "learnable":  # the other rules need no per-pair memory
+            self.history = PairHistory(store.num_rows, hparams.noise_quantile,
+                                       hparams.threshold_decay, hparams.noise_min_decline,
+                                       hparams.noise_patience)
+        self.epoch = 1
+        self.nonfinite = 0
+
+    def begin_epoch(self, epoch: int) -> None:
+        """Enter 1-based data pass *epoch* (the ``random`` rule's rate depends on it)."""
+        self.epoch = int(epoch)
 
     def utility(self, ids: np.ndarray) -> np.ndarray:
         """g(psi_i | theta) of pairs *ids*."""
         return self.model.predict_proba(self.store.rows(ids))
 
     def accept_probability(self, ids: np.ndarray) -> np.ndarray:
-        """P(accept i) of Algorithm 1 under the current lambda_k."""
+        """P(accept i) under the rule and the current lambda_k.
+
+        - ``paper``: (1 - lambda_k) + lambda_k g_i (Algorithm 1 of the paper, with the g of
+          eq. 5);
+        - ``random``: r_e of the current pass for every pair;
+        - ``learnable``: (1 - lambda_k) + lambda_k u_i, u_i of
+          :func:`~.rules.learnable_utility`; never below 1 - lambda_max.
+        """
+        rule = self.hparams.rule
+        if rule == "random":
+            return np.full(len(ids), pass_rate(self.rates, self.epoch))
+        if rule == "learnable":
+            ids = np.asarray(ids, dtype=np.int64)
+            u = self.history.utility(ids, self.utility, self.schedule.threshold)
+            return accept_probability(u, self.schedule.lam)
         return accept_probability(self.utility(ids), self.schedule.lam)
 
     def learn(self, ids: np.ndarray, losses: np.ndarray) -> float:
         """Label with T_k, score the batch before learning it, then take one SGD step.
 
+        Non-finite losses (fp16 overflow, a diverging step) are dropped first and counted in
+        ``stats["nonfinite"]``: one of them would set T_k to inf or NaN for good, after
+        which every label would read "easy" and lambda_k would stop moving.
+
         Returns:
-            float: the accuracy of the predictions made before this step.
+            float: the accuracy of the predictions made before this step (NaN if the batch
+            held no finite loss).
         """
-        labels = self.schedule.labels(np.asarray(losses, dtype=np.float64))
+        ids = np.asarray(ids, dtype=np.int64)
+        losses = np.asarray(losses, dtype=np.float64)
+        if ids.shape != losses.shape:
+            raise ValueError(f"learn() got {ids.size} ids but {losses.size} losses: it needs "
+                             "one loss per id, as 1-d arrays")
+        finite = np.isfinite(losses)
+        if not finite.all():
+            self.nonfinite += int(np.count_nonzero(~finite))
+            ids, losses = ids[finite], losses[finite]
+        if not len(ids):
+            return float("nan")
+        labels = self.schedule.labels(losses)
+        if self.history is not None:
+            self.history.observe(ids, losses)
         probs = self.model.update(self.store.rows(ids), labels)
         return self.schedule.observe(probs, labels)
 
@@ -85,11 +164,27 @@ class Assistant:
         s = self.schedule
         return {"threshold": s.threshold if s.threshold is not None else float("nan"),
                 "lambda": s.lam, "accuracy": s.accuracy, "chance": s.chance,
-                "updates": s.num_batches}
+                "updates": s.num_batches, "nonfinite": self.nonfinite,
+                "unlearnable": self.history.unlearnable if self.history is not None else 0}
 
     def state_dict(self) -> dict:
-        return {"model": self.model.state_dict(), "schedule": self.schedule.state_dict()}
+        state = {"model": self.model.state_dict(), "schedule": self.schedule.state_dict(),
+                 "nonfinite": self.nonfinite}
+        if self.history is not None:
+            state["history"] = self.history.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore a state; the pass number is not part of it (``begin_epoch`` sets it).
+
+        A state saved under another rule loads too: a ``learnable`` Assistant then starts
+        its loss history empty, the other rules ignore a saved history.
+        """
         self.model.load_state_dict(state["model"])
         self.schedule.load_state_dict(state["schedule"])
+        self.nonfinite = int(state.get("nonfinite", 0))
+        if self.history is not None:
+            if "history" in state:
+                self.history.load_state_dict(state["history"])
+            else:
+                self.history.reset()

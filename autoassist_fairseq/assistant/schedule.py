@@ -13,7 +13,16 @@ import numpy as np
 
 
 def update_threshold(threshold: Optional[float], losses: np.ndarray, decay: float) -> float:
-    """T_k <- decay * T_k + (1 - decay) * mean(losses); the first batch sets T_k."""
+    """T_k <- decay * T_k + (1 - decay) * mean(losses); the first batch sets T_k.
+
+    Raises:
+        ValueError: if *losses* is empty or holds a non-finite value, which would make T_k
+            inf or NaN for the rest of the run.
+    """
+    losses = np.asarray(losses, dtype=np.float64)
+    if not len(losses) or not np.isfinite(losses).all():
+        raise ValueError("update_threshold needs a non-empty batch of finite losses; "
+                         "drop non-finite losses first (Assistant.learn does)")
     mean = float(np.mean(losses))
     return mean if threshold is None else decay * threshold + (1.0 - decay) * mean
 

@@ -1,3 +1,6 @@
 """Step 3 of the data flow: batches. ``batch_generator`` runs in the Assistant process and
-turns windows of candidates into batches; ``batch_iterator`` is fairseq's epoch iterator
-over them on the Boss side; ``messages`` is what the queues carry."""
+turns windows of candidates into batches (``plan.WindowPlan``), pass after pass;
+``batch_stream`` is the Boss's record of what it took from them; ``batch_iterator`` is
+fairseq's epoch iterator over that stream; ``checkpoint`` stores its state in fairseq
+checkpoints. What the queues carry lives with the process code, in ``assistant/messages``.
+"""

@@ -1,18 +1,17 @@
 """Windows of candidates -> Boss batches of accepted pairs, under fairseq's rules.
 
-An epoch visits every pair of the shard exactly once. As fairseq does, the shard is
-sorted by length (ties in an order drawn from ``(seed, epoch, shard)``); windows are
-contiguous slices of that order, visited in random order, so each window holds pairs of
-similar length. Each window is scored at once with the Assistant's *current* state and
-its accepted pairs are cut by fairseq's own ``batch_by_size`` (so ``max_tokens``,
-``max_sentences``, ``required_batch_size_multiple`` and padding follow fairseq); the
-partly filled last batch of every window is deferred, and the remainders are batched
-together after the last window, so windows add almost no batches. Rejected pairs are
-candidates again next epoch.
+The generator is a stream of data passes. A pass visits every pair of the shard exactly
+once: as in fairseq, the shard is sorted by length (ties in an order drawn from
+``(seed, pass, shard)``); windows are contiguous slices of that order, visited in random
+order, so each window holds pairs of similar length. Each window is scored at once with
+the Assistant's *current* state and its accepted pairs are cut by fairseq's own
+``batch_by_size`` (so ``max_tokens``, ``max_sentences``, ``required_batch_size_multiple``
+and padding follow fairseq); the partly filled last batch of every window is deferred, and
+the remainders are batched together after the last window, which ends the pass. The next
+pass starts right away: rejected pairs are candidates again there.
 
-With a fixed batch count (distributed runs must agree on one), the last window is
-followed by a top-up window of the most useful rejected pairs, and a window that would
-overflow the count leaves its surplus rejected.
+Passes are not the Boss's epochs: an epoch takes a fixed number of batches from the
+stream (see ``batch_stream``), so no skipped pair is ever added back to fill a count.
 """
 
 import math
@@ -20,7 +19,7 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
-from .messages import WindowPlan
+from .plan import WindowPlan
 
 AcceptFn = Callable[[np.ndarray], np.ndarray]
 
@@ -39,7 +38,7 @@ class BatchGenerator:
         num_shards, shard_id (int): this worker's disjoint part (default: 1, 0).
     """
 
-    VERSION = 2
+    VERSION = 3
 
     def __init__(self, indices, src_sizes, tgt_sizes, max_tokens=None, max_sentences=None,
                  required_batch_size_multiple=1, window_size=4096, seed=1, num_shards=1,
@@ -64,9 +63,11 @@ class BatchGenerator:
         self._full_count = None
         self._epoch_counts = {}
         self.epoch = 0
-        self.num_batches: Optional[int] = None
+        self.cursor = 0
+        self.deferred: List[np.ndarray] = []
+        self.accept_all = False
+        self.generation = 0  # echoed in every window: the Boss drops those of old streams
         self._order_cache = None
-        self._reset_epoch_state()
 
     # -- fairseq batching ----------------------------------------------------------
     def num_tokens(self, ids: np.ndarray) -> np.ndarray:
@@ -119,13 +120,7 @@ class BatchGenerator:
             self._epoch_counts = {epoch: count}
         return self._epoch_counts[epoch]
 
-    # -- epochs ----------------------------------------------------------------------
-    def _reset_epoch_state(self):
-        self.cursor = 0
-        self.planned = 0
-        self.rejected: List[np.ndarray] = []
-        self.deferred: List[np.ndarray] = []
-
+    # -- passes ----------------------------------------------------------------------
     def _order(self, epoch: int):
         """The shard in fairseq's length order (ties in random order), and the random order
         in which its windows, contiguous slices of that order, are visited."""
@@ -138,42 +133,46 @@ class BatchGenerator:
         start = windows[w] * self.window_size
         return order[start:start + self.window_size]
 
-    def begin_epoch(self, epoch: int, num_batches: Optional[int] = None) -> None:
-        """Start *epoch*; with *num_batches*, yield exactly that many batches."""
-        if num_batches is not None and num_batches < 0:
-            raise ValueError(f"num_batches must be >= 0, got {num_batches}")
-        self.epoch, self.num_batches = epoch, num_batches
+    def begin_epoch(self, epoch: int) -> None:
+        """Start data pass *epoch* (1-based) from its first window."""
+        if epoch < 1:
+            raise ValueError(f"passes are numbered from 1, got {epoch}")
+        self.epoch = epoch
         self._order_cache = self._order(epoch)
-        self._reset_epoch_state()
+        self.cursor = 0
+        self.deferred: List[np.ndarray] = []
+        self.deferred_weights: List[np.ndarray] = []
+
+    def begin(self, msg) -> None:
+        """Apply a ``BeginEpoch`` control message: a saved state, or a fresh pass; and
+        whether every candidate is accepted from now on (annealing, uniform fallback)."""
+        if msg.state is not None:
+            self.load_state_dict(msg.state)
+        else:
+            self.begin_epoch(msg.epoch)
+            self.accept_all = False
+        self.accept_all = self.accept_all or bool(msg.accept_all)
 
     def next_window(self, accept_fn: AcceptFn) -> Optional[WindowPlan]:
-        """Score and batch the next window; None once the epoch is complete.
+        """Score and batch the next window of the stream; None before :meth:`begin`.
 
         Windows ``0 .. num_windows - 1`` hold candidates; window ``num_windows`` batches the
-        partly filled last batches the others deferred; window ``num_windows + 1`` tops up
-        a fixed batch count.
+        partly filled last batches the others deferred and ends the pass.
         """
         if self._order_cache is None:
-            raise RuntimeError("call begin_epoch() before next_window()")
+            return None
+        if self.accept_all:
+            accept_fn = _accept_everything
         if self.cursor < self.num_windows:
-            return self._regular_window(accept_fn)
-        if self.cursor == self.num_windows:
-            return self._deferred_window()
-        if self.cursor == self.num_windows + 1 and self.num_batches is not None \
-                and self.planned < self.num_batches:
-            return self._top_up_window(accept_fn)
-        return None
+            plan = self._regular_window(accept_fn)
+        else:
+            plan = self._deferred_window()
+            self.begin_epoch(self.epoch + 1)
+        plan.state_after = self.state_dict()
+        return plan
 
     def _window_rng(self, window: int) -> np.random.Generator:
         return np.random.default_rng([self.seed, self.epoch, self.shard_id, window, 1])
-
-    def _room(self, batches, rejected):
-        """Cut *batches* to what the fixed count leaves; the surplus stays rejected."""
-        if self.num_batches is not None and self.planned + len(batches) > self.num_batches:
-            room = self.num_batches - self.planned
-            rejected += batches[room:]
-            batches = batches[:room]
-        return batches, rejected
 
     def _regular_window(self, accept_fn: AcceptFn) -> WindowPlan:
         w = self.cursor
@@ -185,78 +184,59 @@ class BatchGenerator:
         # the last batch is only partly filled: it waits for the other windows' remainders
         deferred = batches.pop() if batches else np.zeros(0, np.int64)
         rng.shuffle(batches)
-        batches, rejected = self._room(batches, [ids[~accepted]])
-        cost = self.num_tokens(ids).astype(np.float64)
-        plan = self._plan(w, batches, np.concatenate(rejected), deferred=deferred,
-                          expected_token_rate=float((prob * cost).sum() / max(cost.sum(), 1.0)))
-        plan.considered_pairs, plan.considered_tokens = len(ids), self.pair_tokens(ids)
+        self.cursor = w + 1
         # Horvitz-Thompson: a pair kept with probability p stands for 1/p of itself
-        plan.weight_ids, plan.weights = ids[accepted], (1.0 / prob[accepted]).astype(np.float32)
-        plan.accepted_pairs += len(deferred)
-        plan.accepted_tokens += self.pair_tokens(deferred)
-        return plan
+        weight = (1.0 / prob[accepted]).astype(np.float32)
+        self.deferred.append(deferred)
+        self.deferred_weights.append(weights_of(deferred, ids[accepted], weight))
+        cost = self.num_tokens(ids).astype(np.float64)
+        kept = np.concatenate(batches + [deferred])
+        return WindowPlan(
+            epoch=self.epoch, window=w, batches=batches, deferred=deferred,
+            considered_pairs=len(ids), considered_tokens=self.pair_tokens(ids),
+            accepted_pairs=len(kept), accepted_tokens=self.pair_tokens(kept),
+            expected_token_rate=float((prob * cost).sum() / max(cost.sum(), 1.0)),
+            weight_ids=ids[accepted], weights=weight)
 
     def _deferred_window(self) -> WindowPlan:
         """The windows' remainders, batched together (already counted as accepted)."""
-        pool = np.concatenate(self.deferred) if self.deferred else np.zeros(0, np.int64)
+        pool = concat_ids(self.deferred)
         batches = self.make_batches(pool)
         self._window_rng(self.num_windows).shuffle(batches)
-        batches, rejected = self._room(batches, [np.zeros(0, np.int64)])
-        plan = self._plan(self.num_windows, batches, np.concatenate(rejected))
-        plan.accepted_pairs, plan.accepted_tokens = 0, 0
-        return plan
-
-    def _top_up_window(self, accept_fn: AcceptFn) -> WindowPlan:
-        """Fill the fixed count with the rejected pairs the Assistant rates most useful."""
-        need = self.num_batches - self.planned
-        pool = np.concatenate(self.rejected) if self.rejected else np.zeros(0, np.int64)
-        pool = pool[np.argsort(-np.asarray(accept_fn(pool)), kind="stable")] if len(pool) else pool
-        per_batch = max(1, len(self.shard) // max(1, self.full_batch_count()))
-        take = min(len(pool), need * per_batch)
-        while True:
-            batches = self.make_batches(pool[:take])
-            if len(batches) >= need or take == len(pool):
-                break
-            take = min(len(pool), take * 2)
-        batches = batches[:need]
-        batches += [np.zeros(0, np.int64)] * (need - len(batches))  # shard exhausted
-        self._window_rng(self.num_windows + 1).shuffle(batches)
-        used = np.concatenate(batches) if batches else np.zeros(0, np.int64)
-        self.rejected = [np.setdiff1d(pool, used)]
-        plan = self._plan(self.num_windows + 1, batches, np.zeros(0, np.int64), record=False)
-        plan.weight_ids, plan.weights = used, np.ones(len(used), np.float32)
-        # top-up pairs were counted as considered and rejected in their own window
-        plan.topup_pairs, plan.accepted_pairs, plan.accepted_tokens = plan.accepted_pairs, 0, 0
-        return plan
-
-    def _plan(self, window, batches, rejected, deferred=None, expected_token_rate=1.0,
-              record=True):
-        accepted = np.concatenate(batches) if batches else np.zeros(0, np.int64)
-        deferred = np.zeros(0, np.int64) if deferred is None else deferred
-        self.cursor = window + 1
-        self.planned += len(batches)
-        if record:
-            self.rejected.append(rejected)
-            self.deferred.append(deferred)
-        return WindowPlan(epoch=self.epoch, window=window, batches=batches, rejected=rejected,
-                          deferred=deferred, accepted_pairs=len(accepted),
-                          accepted_tokens=self.pair_tokens(accepted),
-                          expected_token_rate=expected_token_rate)
+        return WindowPlan(epoch=self.epoch, window=self.num_windows, batches=batches,
+                          weight_ids=pool, weights=_concat_weights(self.deferred_weights))
 
     # -- resume ----------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {"version": self.VERSION, "epoch": self.epoch, "num_batches": self.num_batches,
-                "next_window": self.cursor, "planned": self.planned,
-                "rejected": concat_ids(self.rejected), "deferred": concat_ids(self.deferred)}
+        return {"version": self.VERSION, "epoch": self.epoch, "next_window": self.cursor,
+                "deferred": concat_ids(self.deferred),
+                "deferred_weights": _concat_weights(self.deferred_weights),
+                "accept_all": self.accept_all, "generation": self.generation}
 
     def load_state_dict(self, state: dict) -> None:
         if state.get("version") != self.VERSION:
             raise RuntimeError(f"batch generator state version {state.get('version')} is not "
                                f"{self.VERSION}; relaunch with --reset-dataloader")
-        self.begin_epoch(state["epoch"], state["num_batches"])
-        self.cursor, self.planned = state["next_window"], state["planned"]
-        self.rejected = [np.asarray(state["rejected"], dtype=np.int64)]
+        self.begin_epoch(int(state["epoch"]))
+        self.cursor = int(state["next_window"])
         self.deferred = [np.asarray(state["deferred"], dtype=np.int64)]
+        self.deferred_weights = [np.asarray(state["deferred_weights"], dtype=np.float32)]
+        self.accept_all = bool(state.get("accept_all", False))
+        self.generation = int(state.get("generation", 0))
+
+
+def weights_of(ids: np.ndarray, weight_ids: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``weights[k]`` for every id of *ids*, where ``weight_ids[k] == id`` (all present)."""
+    order = np.argsort(weight_ids, kind="stable")
+    return weights[order][np.searchsorted(weight_ids[order], ids)].astype(np.float32)
+
+
+def _concat_weights(arrays: List[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, np.float32)
+
+
+def _accept_everything(ids: np.ndarray) -> np.ndarray:
+    return np.ones(len(ids))
 
 
 def concat_ids(arrays: List[np.ndarray]) -> np.ndarray:

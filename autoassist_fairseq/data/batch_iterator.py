@@ -2,31 +2,34 @@
 
 ``AutoAssistEpochBatchIterator`` honours fairseq's ``EpochBatchIterating`` contract
 (``CountingIterator`` epochs, ``state_dict``/``load_state_dict``, ``end_of_epoch``), so
-``GroupedIterator``, ``--update-freq``, progress bars and checkpoints work unchanged.
+``GroupedIterator``, ``--update-freq``, progress bars and checkpoints work unchanged. Its
+batches are collated as fairseq's own iterator does: a ``DataLoader`` with
+``--num-workers`` processes, behind a ``BufferedIterator`` of ``--data-buffer-size``.
 
-Each epoch has a batch count fixed before it starts and equal on every rank, so
-distributed collectives never hang: ``N = max over ranks of ceil(full_r * rate_r)``,
-where ``full_r`` is the rank's plain fairseq batch count and ``rate_r`` the share of
-tokens its Assistant expected to accept in its latest window.
+Each epoch is a fixed number of batches taken from this rank's stream (``batch_stream``),
+equal on every rank, so distributed collectives never hang. Every collective here runs on
+the training thread at a point every rank reaches in the same order: the start of an
+epoch, the training step before a checkpoint, and the start of validation.
 """
 
 import logging
-import math
 import time
 from typing import Callable, List, Optional
 
 import numpy as np
 import torch
-from fairseq.data.iterators import CountingIterator, EpochBatchIterating
+from fairseq.data.iterators import BufferedIterator, CountingIterator, EpochBatchIterating
 
+from ..assistant.messages import BeginEpoch, LoadState
 from ..assistant.process import AssistantDied, AssistantProcess
-from .batch_generator import BatchGenerator, concat_ids
-from .messages import BeginEpoch, LoadState, WindowPlan
+from .batch_generator import BatchGenerator, weights_of
+from .batch_stream import BatchStream, StreamState, agree_num_batches
+from .checkpoint import from_checkpoint, to_checkpoint
 
 logger = logging.getLogger(__name__)
 
-_COUNTERS = ("considered_pairs", "considered_tokens", "accepted_pairs", "accepted_tokens",
-             "topup_pairs")
+FALLBACK_HINT = ("to keep training on uniform batches when the Assistant fails, rerun with "
+                 "--assistant-fallback uniform")
 
 
 class AutoAssistEpochBatchIterator(EpochBatchIterating):
@@ -39,17 +42,24 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             runs a copy, this one serves batch counts and the uniform fallback.
         start_process (callable): starts the :class:`AssistantProcess`.
         epoch (int, optional): the epoch to start from (default: 1).
-        fallback (str, optional): on an Assistant failure, ``"error"`` stops the run,
-            ``"uniform"`` continues on uniform batches (default: "error").
+        fallback (str, optional): on an Assistant failure, ``"error"`` stops the run (every
+            rank at the same update), ``"uniform"`` continues on uniform batches
+            (default: "error").
         num_shards, shard_id (int, optional): distributed world size and rank.
         all_gather (callable, optional): ``all_gather(obj) -> list`` over the ranks.
         reweight (bool, optional): give every batch a ``sample["autoassist_weight"]``
             tensor, each pair's 1 / P(accept) (default: False).
+        num_workers (int, optional): ``DataLoader`` processes collating batches (default: 0).
+        buffer_size (int, optional): batches a background thread prepares ahead (default: 0).
+        anneal_epoch (int, optional): from this epoch on, every pair is accepted.
+        carry (dict, optional): state carried over from the iterator of the previous data
+            shard (``--data a:b``): the Assistant's weights and the run's counters.
     """
 
     def __init__(self, dataset, collate_fn, generator: BatchGenerator,
                  start_process: Callable[[], AssistantProcess], epoch=1, fallback="error",
-                 num_shards=1, shard_id=0, all_gather=None, reweight=False):
+                 num_shards=1, shard_id=0, all_gather=None, reweight=False, num_workers=0,
+                 buffer_size=0, anneal_epoch=None, carry=None):
         self.dataset = dataset
         self.collate_fn = collate_fn
         self.generator = generator
@@ -58,26 +68,29 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.fallback = fallback
         self.num_shards, self.shard_id = num_shards, shard_id
         self.all_gather = all_gather or (lambda obj: [obj])
+        self.num_workers, self.buffer_size = num_workers, buffer_size
+        self.anneal_epoch = anneal_epoch
         self.shuffle = True
+        self.stream = BatchStream(generator, reweight=reweight)
         self.process: Optional[AssistantProcess] = None
         self.uniform = False  # True once we fell back to uniform batches
+        self.annealing = False
+        self.failure: Optional[str] = None  # an Assistant failure the ranks must stop on
         self._cur_epoch_itr = None
+        self._num_batches = None
         self._resume: Optional[dict] = None  # checkpoint state, applied at next epoch start
-        self._plan: Optional[dict] = None  # Boss-side mirror of the generator's epoch state
-        self.rate = 1.0
+        self._carry = carry
         self.rank_states: List[Optional[dict]] = [None] * num_shards
-        self.batches_done = 0  # batches this rank has trained on, over the whole run
-        self.rank_batches: List[int] = [0] * num_shards  # every rank's, at the last epoch start
-        self.assistant_stats: dict = {}
-        self.totals = dict.fromkeys(_COUNTERS + ("wait_seconds",), 0.0)
-        self._logged = dict(self.totals)
+        self._synced_at = None  # (epoch, consumed) of the rank states gathered last
+        self._batches_before = 0  # batches trained before the current epoch iterator's start
+        self.wait_seconds = 0.0
+        self._logged = {}
+        self._logged_nonfinite = 0
         self._dropped = 0
-        # importance weight of every pair as of the window that last accepted it
-        self.pair_weight = np.ones(len(dataset), np.float32) if reweight else None
 
     # -- EpochBatchIterating ------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._cur_epoch_itr) if self._cur_epoch_itr is not None \
+        return self._num_batches if self._cur_epoch_itr is not None \
             else self.generator.full_batch_count()
 
     @property
@@ -87,42 +100,27 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         return self.epoch
 
     def next_epoch_itr(self, shuffle=True, fix_batches_to_gpus=False, set_dataset_epoch=True):
-        """Agree on this epoch's batch count, tell the Assistant, return the iterator."""
+        """Agree on this epoch's batch count with every rank and return its iterator."""
+        self._batches_before = self.batches_done
         self.epoch = self.next_epoch_idx
+        self._cur_epoch_itr = None
         if set_dataset_epoch and hasattr(self.dataset, "set_epoch"):
             self.dataset.set_epoch(self.epoch)
         resume, self._resume = self._resume, None
-        self._ensure_process(resume)
-        num_batches = self._agree_num_batches()
-        offset = 0
-        plan = {"epoch": self.epoch, "num_batches": num_batches, "next_window": 0,
-                "planned": 0, "rejected": [], "deferred": [], "pending": []}
-        if resume is not None and resume.get("epoch") == self.epoch and resume["offset"] > 0:
-            offset = resume["offset"]
-            num_batches = resume["num_batches"] or num_batches
-            saved = resume.get("plan")
-            # only the rank that writes checkpoints (0) has its plan saved
-            if saved is not None and resume["world_size"] == self.num_shards \
-                    and self.shard_id == 0:
-                plan = {"epoch": self.epoch, "num_batches": num_batches,
-                        "next_window": saved["next_window"], "planned": saved["planned"],
-                        "rejected": [np.asarray(saved["rejected"], dtype=np.int64)],
-                        "deferred": [np.asarray(saved["deferred"], dtype=np.int64)],
-                        "pending": [np.asarray(b, dtype=np.int64) for b in saved["pending"]]}
-                if self.pair_weight is not None and saved.get("weights") is not None:
-                    ids = np.concatenate(plan["pending"] + plan["deferred"])
-                    self.pair_weight[ids] = np.asarray(saved["weights"], dtype=np.float32)
-                logger.info(f"resuming epoch {self.epoch} at batch {offset}/{num_batches}, "
-                            f"window {saved['next_window']}, with the saved batch plan")
-            else:
-                # the plan of this rank was not saved: a fresh pass fills the remaining count
-                plan.update(num_batches=num_batches - offset)
-                logger.info(f"resuming epoch {self.epoch} at batch {offset}/{num_batches} "
-                            "with a fresh batch plan for the remaining batches")
-        self._plan = plan
-        self._send_begin_epoch()
-        self._cur_epoch_itr = CountingIterator(self._batches(plan, num_batches - offset),
-                                               start=offset, total=num_batches)
+        offset = self._start(resume)
+        if resume is not None and resume.get("epoch") == self.epoch and offset > 0:
+            num_batches = int(resume["num_batches"])
+            logger.info(f"resuming epoch {self.epoch} at batch {offset}/{num_batches}")
+        else:
+            num_batches = self._agree_num_batches()
+        if self.anneal_epoch is not None and self.epoch >= self.anneal_epoch:
+            self.start_annealing()
+        self._num_batches = num_batches
+        self.stream.begin_epoch(offset)
+        itr = _Collated(self, num_batches - offset)
+        if self.buffer_size > 0:
+            itr = BufferedIterator(self.buffer_size, itr)
+        self._cur_epoch_itr = CountingIterator(itr, start=offset, total=num_batches)
         self.shuffle = shuffle
         return self._cur_epoch_itr
 
@@ -134,141 +132,173 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         return self._cur_epoch_itr.n if self._cur_epoch_itr is not None else 0
 
     @property
+    def batches_done(self) -> int:
+        """Batches this rank has trained on (or is training on), over the whole run."""
+        return self._batches_before + self.iterations_in_epoch
+
+    @property
     def first_batch(self):
         return "DUMMY"  # the trainer then takes the first real batch as its dummy batch
 
-    # -- batches ------------------------------------------------------------------------
-    def _batches(self, plan, count):
-        yielded = 0
-        while yielded < count:
-            if not plan["pending"]:
-                self._take_window(self._next_window(plan))
-                continue
-            batch = plan["pending"].pop(0)
-            yielded += 1
-            self.batches_done += 1
-            sample = self.collate_fn([self.dataset[int(i)] for i in batch])
-            if self.pair_weight is not None and sample:
-                sample["autoassist_weight"] = torch.from_numpy(
-                    self.pair_weight[sample["id"].numpy()])
-            yield sample
+    # -- the stream -----------------------------------------------------------------------
+    def _start(self, resume: Optional[dict]) -> int:
+        """Start the Assistant (once) and position the stream; returns the epoch offset."""
+        own, offset = None, 0
+        if resume is not None:
+            offset = int(resume.get("offset") or 0) if resume.get("epoch") == self.epoch else 0
+            own = self._own_entry(resume)
+            if resume.get("totals"):
+                self.stream.totals.update(resume["totals"])
+                self.wait_seconds = float(resume.get("wait_seconds", 0.0))
+                self._batches_before = int(resume.get("batches_done", 0)) - offset
+        if self._carry is not None:
+            self.stream.totals.update(self._carry["totals"])
+            self._batches_before = self._carry["batches_done"]
+            self.wait_seconds = self._carry["wait_seconds"]
+        if own is not None and own.get("stream") is not None:
+            self.stream.restore(StreamState(**own["stream"]))
+            logger.info(f"resuming the batch stream at pass {self.stream.gen_state['epoch']}, "
+                        f"window {self.stream.gen_state['next_window']}, with "
+                        f"{len(self.stream.pending)} batches planned")
+        elif resume is not None and offset > 0:
+            logger.warning(f"this rank's batch plan is not in the checkpoint: epoch "
+                           f"{self.epoch} goes on from a fresh pass")
+        if self.process is None and not self.uniform:
+            self.process = self.start_process()
+            assistant = (own or {}).get("assistant") or (self._carry or {}).get("assistant")
+            if assistant is not None:
+                self._load_assistant(assistant, "the previous data shard" if own is None
+                                     else "the checkpoint")
+            self._restart_stream()
+        self._carry = None
+        return offset
 
-    def _next_window(self, plan) -> WindowPlan:
+    def _own_entry(self, resume: dict) -> Optional[dict]:
+        ranks = resume.get("ranks") or []
+        if len(ranks) == self.num_shards:
+            return ranks[self.shard_id]
+        if ranks:
+            logger.warning(f"the checkpoint holds the Assistants of {len(ranks)} workers, this run "
+                           f"has {self.num_shards}: every worker starts from worker 0's "
+                           "Assistant and a fresh batch plan")
+            return {"assistant": (ranks[0] or {}).get("assistant")}
+        return None
+
+    def _load_assistant(self, state: dict, source: str) -> None:
+        try:
+            self.process.send(LoadState(state))
+            s = self.process.request_state()["stats"]  # as the process now holds it
+        except AssistantDied as err:
+            self._on_failure(err)
+            return
+        logger.info(f"restored Assistant state: T_k={s['threshold']:.6f} "
+                    f"lambda_k={s['lambda']:.6f} accuracy={s['accuracy']:.6f} "
+                    f"after {s['updates']} updates (from {source})")
+
+    def _restart_stream(self) -> None:
+        """(Re)start the Assistant's windows where the Boss's stream stands."""
+        if self.stream.gen_state is None:  # a fresh run: pass number = epoch number
+            self.generator.begin_epoch(self.epoch)
+        state = self.stream.restart()
+        if self.uniform:
+            self.generator.load_state_dict(state)
+            self.generator.accept_all = True
+            return
+        try:
+            self.process.send(BeginEpoch(int(state["epoch"]), state, self.annealing))
+        except AssistantDied as err:
+            self._on_failure(err)
+
+    def start_annealing(self) -> None:
+        """Accept every pair from now on (InfoBatch's annealing; the Assistant goes on
+        learning). Windows already made are dropped, batches already taken are kept."""
+        if self.annealing:
+            return
+        self.annealing = True
+        logger.info("AutoAssist annealing: every pair is accepted from here to the end")
+        self._restart_stream()
+
+    def next_window(self):
+        """The next window of the current stream generation (used by :class:`BatchStream`)."""
         start = time.perf_counter()
         try:
             while True:
                 if self.uniform:
-                    window = self.generator.next_window(np.ones_like)
-                else:
-                    window = self.process.get()
-                if window.epoch == plan["epoch"]:
-                    return window
-        except AssistantDied as err:
-            if self.fallback != "uniform":
-                raise AssistantDied(f"{err}\nTo keep training on uniform batches when the "
-                                    "Assistant fails, rerun with --assistant-fallback uniform") \
-                    from None
+                    return self.generator.next_window(None)
+                try:
+                    return self.process.get()
+                except AssistantDied as err:
+                    self._on_failure(err)
+        finally:
+            self.wait_seconds += time.perf_counter() - start
+
+    def _on_failure(self, err: AssistantDied) -> None:
+        """Fall back to uniform batches; with ``--assistant-fallback error`` also stop the
+        run: at once on one worker, at the next update on every rank of many."""
+        if self.fallback != "uniform" and self.num_shards == 1:
+            raise AssistantDied(f"{err}\n{FALLBACK_HINT[0].upper()}{FALLBACK_HINT[1:]}") \
+                from None
+        if self.fallback != "uniform":
+            self.failure = str(err)
+            logger.error(f"{err}\nevery worker stops after this update ({FALLBACK_HINT})")
+        else:
             logger.warning(f"{err}\n--assistant-fallback uniform: continuing this run on "
                            "uniform batches (no pair is skipped from now on)")
-            self._fall_back_to_uniform()
-            return self._next_window(plan)
-        finally:
-            self.totals["wait_seconds"] += time.perf_counter() - start
-
-    def _take_window(self, window: WindowPlan) -> None:
-        plan = self._plan
-        plan["next_window"] = window.window + 1
-        plan["planned"] += len(window.batches)
-        plan["rejected"].append(window.rejected)
-        plan["deferred"].append(window.deferred)
-        plan["pending"].extend(window.batches)
-        if self.pair_weight is not None:
-            self.pair_weight[window.weight_ids] = window.weights
-        for key in _COUNTERS:
-            self.totals[key] += getattr(window, key)
-        if window.window < self.generator.num_windows:
-            self.rate = window.expected_token_rate
-        if window.stats:
-            self.assistant_stats = window.stats
-
-    def _fall_back_to_uniform(self) -> None:
         self.uniform = True
         if self.process is not None:
             self.process.shutdown()
-        state = self._generator_state()
-        self.generator.load_state_dict(state)
+        self._restart_stream()
 
-    # -- Assistant process --------------------------------------------------------------
-    def _ensure_process(self, resume) -> None:
-        if self.process is not None or self.uniform:
-            return
-        self.process = self.start_process()
-        if resume is not None and resume.get("ranks"):
-            ranks = resume["ranks"]
-            state = ranks[self.shard_id] if len(ranks) == self.num_shards else ranks[0]
-            if len(ranks) != self.num_shards:
-                logger.warning(f"checkpoint has Assistant states of {len(ranks)} workers, this run "
-                               f"has {self.num_shards}: every worker starts from worker 0's")
-            if state is not None:
-                self.process.send(LoadState(state["assistant"]))
-                self.rate = resume.get("rate", self.rate)
-                s = self.process.request_state()["stats"]  # as the process now holds it
-                logger.info(f"restored Assistant state: T_k={s['threshold']:.6f} "
-                            f"lambda_k={s['lambda']:.6f} accuracy={s['accuracy']:.6f} "
-                            f"after {s['updates']} updates")
-        if resume is not None and resume.get("totals"):
-            self.totals.update(resume["totals"])
-            self._logged = dict(self.totals)
-            self.batches_done = resume.get("batches_done", 0)
-
+    # -- collectives ----------------------------------------------------------------------
     def _agree_num_batches(self) -> int:
         """Batches in this epoch: the same on every rank, computed from every rank's view."""
-        mine = {"full": self.generator.epoch_batch_count(self.epoch), "rate": self.rate,
-                "batches": self.batches_done}
-        if self.num_shards > 1:
-            mine["state"] = self._assistant_state()
+        rate = 1.0 if (self.uniform or self.annealing) else self.stream.rate.value
+        mine = {"full": self.generator.epoch_batch_count(self.epoch), "rate": rate,
+                "batches": self.batches_done, "failure": self.failure}
         views = self.all_gather(mine)
-        self.rank_batches = [v["batches"] for v in views]
-        if len(set(self.rank_batches)) > 1:  # cannot happen by construction; never hang on it
-            raise RuntimeError(f"workers trained on different numbers of batches "
-                               f"{self.rank_batches}: their collectives would hang; please "
-                               "report this, and relaunch with --reset-dataloader")
-        if self.num_shards > 1:
-            self.rank_states = [v["state"] for v in views]
-        return max(min(v["full"], max(1, math.ceil(v["full"] * v["rate"]))) for v in views)
+        self.raise_if_failed([v["failure"] for v in views])
+        batches = [v["batches"] for v in views]
+        if len(set(batches)) > 1:  # cannot happen by construction; never hang on it
+            raise RuntimeError(f"workers trained on different numbers of batches {batches}: "
+                               "their collectives would hang; please report this, and "
+                               "relaunch with --reset-dataloader")
+        return agree_num_batches(views)
 
-    def _send_begin_epoch(self) -> None:
-        state = self._generator_state()
-        msg = BeginEpoch(self.epoch, self._plan["num_batches"], state)
-        if self.uniform:
-            self.generator.load_state_dict(state)
+    def raise_if_failed(self, failures: List[Optional[str]]) -> None:
+        """Stop every rank together when any rank's Assistant failed (fallback error)."""
+        failed = [(r, f) for r, f in enumerate(failures) if f]
+        if failed:
+            rank, cause = failed[0]
+            raise AssistantDied(f"the Assistant of worker {rank} failed, so every worker "
+                                f"stops: {cause}\n{FALLBACK_HINT[0].upper()}{FALLBACK_HINT[1:]}")
+
+    def sync_checkpoint_state(self) -> None:
+        """Gather every rank's stream and Assistant state, so that the checkpoint that rank
+        0 writes next resumes every rank exactly. Every rank calls this at the same point."""
+        if self.num_shards == 1 or self._cur_epoch_itr is None:
             return
-        try:
-            self.process.send(msg)
-        except AssistantDied:
-            if self.fallback != "uniform":
-                raise
-            self._fall_back_to_uniform()
+        self.rank_states = self.all_gather(self._rank_state())
+        self._synced_at = (self.epoch, self.iterations_in_epoch)
 
-    def _generator_state(self) -> dict:
-        """The generator's state as of the batches the Boss has taken (the process itself
-        may be windows ahead)."""
-        plan = self._plan
-        return {"version": BatchGenerator.VERSION, "epoch": plan["epoch"],
-                "num_batches": plan["num_batches"], "next_window": plan["next_window"],
-                "planned": plan["planned"], "rejected": concat_ids(plan["rejected"]),
-                "deferred": concat_ids(plan["deferred"])}
+    def _rank_state(self) -> dict:
+        stream = self.stream.state(self.iterations_in_epoch)
+        return dict(self._assistant_state(), stream=vars(stream))
 
-    def _assistant_state(self) -> Optional[dict]:
-        if self.uniform or self.process is None:
-            return None
-        try:
-            return self.process.request_state()
-        except AssistantDied:
-            if self.fallback != "uniform":
-                raise
-            self._fall_back_to_uniform()
-            return None
+    def _assistant_state(self) -> dict:
+        """``{"assistant": state, "stats": {...}}`` from the process (None values once it
+        is gone)."""
+        if not self.uniform and self.process is not None:
+            try:
+                return self.process.request_state()
+            except AssistantDied as err:
+                self._on_failure(err)
+        return {"assistant": None, "stats": None}
+
+    def export_carry(self) -> dict:
+        """What the iterator of the next data shard takes over (``--data a:b``)."""
+        return {"assistant": self._assistant_state()["assistant"],
+                "totals": dict(self.stream.totals), "batches_done": self.batches_done,
+                "wait_seconds": self.wait_seconds}
 
     # -- Boss -> Assistant ----------------------------------------------------------------
     def report_losses(self, ids: np.ndarray, losses: np.ndarray) -> None:
@@ -278,37 +308,40 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
 
     def pop_log_stats(self) -> dict:
         """Counters accumulated since the last call, plus the Assistant's latest state."""
-        delta = {k: self.totals[k] - self._logged[k] for k in self.totals}
-        self._logged = dict(self.totals)
-        delta.update(self.assistant_stats)
+        now = dict(self.stream.totals, wait_seconds=self.wait_seconds)
+        delta = {k: v - self._logged.get(k, 0) for k, v in now.items()}
+        self._logged = now
+        if not self.uniform:
+            stats = dict(self.stream.assistant_stats)
+            # cumulative in the Assistant: logged as what happened since the last call
+            nonfinite = stats.pop("nonfinite", self._logged_nonfinite)
+            delta.update(stats, nonfinite=nonfinite - self._logged_nonfinite)
+            self._logged_nonfinite = nonfinite
         dropped = self.process.dropped_losses if self.process else self._dropped
         delta["dropped_losses"], self._dropped = dropped - self._dropped, dropped
+        delta["failed"] = 1.0 if self.failure else 0.0
         return delta
 
     # -- checkpoints ------------------------------------------------------------------
     def state_dict(self) -> dict:
         """fairseq's ``EpochBatchIterator`` keys (so plain ``translation`` can resume from
-        it), plus the Assistant's state under ``"autoassist"``."""
+        it), plus every rank's stream and Assistant under ``"autoassist"``."""
         finished = self._cur_epoch_itr is None or self.end_of_epoch()
         epoch = self.epoch + 1 if finished and self._cur_epoch_itr is not None else self.epoch
         offset = 0 if finished else self.iterations_in_epoch
-        plan = None
-        if not finished:
-            plan = dict(self._generator_state(), pending=list(self._plan["pending"]))
-            if self.pair_weight is not None:  # the weights of the pairs still to train
-                plan["weights"] = self.pair_weight[np.concatenate(
-                    plan["pending"] + [plan["deferred"]])]
         ranks = list(self.rank_states)
-        own = self._assistant_state()
-        if own is not None:
-            ranks[self.shard_id] = own
+        if self.num_shards > 1 and self._synced_at != (self.epoch, self.iterations_in_epoch):
+            logger.warning("this checkpoint holds the other workers' batch plans as of "
+                           f"{self._synced_at}, not of now: their resume may repeat or skip "
+                           "some pairs of this epoch")
+        ranks[self.shard_id] = self._rank_state() if self._cur_epoch_itr is not None else None
         return {
             "version": 2, "epoch": epoch, "iterations_in_epoch": offset, "shuffle": self.shuffle,
             "autoassist": to_checkpoint({
-                "version": 1, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
-                "num_batches": len(self._cur_epoch_itr) if not finished else None,
-                "plan": plan, "ranks": ranks, "rate": self.rate, "totals": dict(self.totals),
-                "batches_done": self.batches_done, "rank_batches": list(self.rank_batches),
+                "version": 3, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
+                "num_batches": None if finished else self._num_batches, "ranks": ranks,
+                "totals": dict(self.stream.totals), "wait_seconds": self.wait_seconds,
+                "batches_done": self.batches_done,
             }),
         }
 
@@ -316,11 +349,12 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.epoch = state_dict["epoch"]
         saved = from_checkpoint(state_dict.get("autoassist"))
         offset = state_dict.get("iterations_in_epoch", 0)
-        if saved is None:
-            logger.info("the checkpoint has no Assistant state (plain translation run?): "
-                        "starting a new Assistant")
-            saved = {"epoch": self.epoch, "offset": offset, "num_batches": None,
-                     "world_size": self.num_shards, "plan": None, "ranks": None}
+        if saved is None or saved.get("version") != 3:
+            logger.info("the checkpoint has no Assistant state of this version (plain "
+                        "translation run?): starting a new Assistant and batch plan")
+            saved = {"epoch": self.epoch, "offset": offset, "num_batches": None, "ranks": None}
+            if offset:
+                saved["num_batches"] = None  # agreed afresh for the rest of the epoch
         self._resume = saved
         self._cur_epoch_itr = None
 
@@ -329,26 +363,38 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             self.process.shutdown()
 
 
-def to_checkpoint(obj):
-    """numpy arrays -> torch tensors, numpy scalars -> Python numbers: fairseq checkpoints
-    are read with torch's weights-only unpickler (torch >= 2.6), which refuses numpy."""
-    if isinstance(obj, dict):
-        return {k: to_checkpoint(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_checkpoint(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(obj))
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
+class _Collated:
+    """``count`` batches of the stream, collated by a ``DataLoader`` (with ``--num-workers``
+    processes), each sample tagged with what the Boss's step needs on the CPU."""
+
+    def __init__(self, itr: AutoAssistEpochBatchIterator, count: int):
+        self.itr, self.count = itr, count
+
+    def __len__(self):
+        return self.count
+
+    def _batches(self):
+        itr = self.itr
+        for _ in range(self.count):
+            ids, _ = itr.stream.next_batch(itr.next_window)
+            yield ids.tolist()
+
+    def __iter__(self):
+        itr = self.itr
+        loader = torch.utils.data.DataLoader(
+            itr.dataset, batch_sampler=self._batches(), collate_fn=itr.collate_fn,
+            num_workers=itr.num_workers)
+        for k, sample in enumerate(loader):
+            ids, weights = itr.stream.issued[k]
+            yield _tag(sample, ids, weights)
 
 
-def from_checkpoint(obj):
-    """The inverse of :func:`to_checkpoint`."""
-    if isinstance(obj, dict):
-        return {k: from_checkpoint(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [from_checkpoint(v) for v in obj]
-    if isinstance(obj, torch.Tensor):
-        return obj.numpy()
-    return obj
+def _tag(sample: dict, ids: np.ndarray, weights: Optional[np.ndarray]) -> dict:
+    """Add ``sample["autoassist"]``: the dataset ids in the sample's order and its real
+    token count, read here on the CPU so the training step needs no device sync."""
+    sample_ids = sample["id"].numpy()
+    tokens = int(sample["net_input"]["src_lengths"].sum()) + int(sample["ntokens"])
+    sample["autoassist"] = {"ids": sample_ids.astype(np.int64), "tokens": tokens}
+    if weights is not None:
+        sample["autoassist_weight"] = torch.from_numpy(weights_of(sample_ids, ids, weights))
+    return sample

@@ -8,22 +8,25 @@ and ``fairseq-interactive`` are those of ``translation``.
 
 import functools
 import logging
+import math
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 from fairseq import metrics, utils
-from fairseq.data import data_utils
+from fairseq.data import BaseWrapperDataset, data_utils
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
+from omegaconf import II
 
 from ..assistant import Assistant, AssistantHParams
 from ..assistant.process import AssistantProcess
 from ..data.batch_generator import BatchGenerator
 from ..data.batch_iterator import AutoAssistEpochBatchIterator
 from ..features.store import FeatureStore, build_command, dataset_fingerprint, feature_prefix
-from ..losses import capture_token_losses, check_criterion, per_sentence_loss
+from ..losses import BossLosses, capture_token_losses, check_criterion, sentence_losses
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +53,29 @@ class AutoAssistTranslationConfig(TranslationConfig):
     assistant_warmup: int = field(
         default=_DEFAULTS.warmup,
         metadata={"help": "loss batches the assistant learns from before lambda_k may rise"})
+    assistant_rule: ChoiceEnum(["paper", "random", "learnable"]) = field(
+        default=_DEFAULTS.rule,
+        metadata={"help": "selection rule: paper (skip pairs g predicts easy, algorithm 1), "
+                          "random (skip at the fixed per-pass rates of "
+                          "--assistant-random-rates; a control), learnable (skip pairs whose "
+                          "last loss was below T_k and pairs whose loss stays high without "
+                          "declining)"})
+    assistant_random_rates: str = field(
+        default=_DEFAULTS.random_rates,
+        metadata={"help": "comma-separated acceptance rates in (0, 1] of data passes 1, 2, ... "
+                          "for --assistant-rule random; the last repeats (e.g. 1.0,0.8,0.74)"})
+    assistant_noise_quantile: float = field(
+        default=_DEFAULTS.noise_quantile,
+        metadata={"help": "learnable rule: a loss counts as high above the ema of this "
+                          "quantile of the loss batches"})
+    assistant_noise_min_decline: float = field(
+        default=_DEFAULTS.noise_min_decline,
+        metadata={"help": "learnable rule: relative loss decline between two visits of a pair "
+                          "that counts as still learning"})
+    assistant_noise_patience: int = field(
+        default=_DEFAULTS.noise_patience,
+        metadata={"help": "learnable rule: consecutive high visits without that decline after "
+                          "which a pair is skipped as unlearnable"})
     assistant_window: int = field(
         default=4096, metadata={"help": "candidates (a slice of the length order) scored together"})
     assistant_boss_queue_size: int = field(
@@ -67,6 +93,19 @@ class AutoAssistTranslationConfig(TranslationConfig):
     assistant_features: Optional[str] = field(
         default=None, metadata={"help": "path prefix of the feature file (default: "
                                         "DATA/SPLIT.SRC-TGT.autoassist, see autoassist-features)"})
+    assistant_trace_dir: Optional[str] = field(
+        default=None, metadata={"help": "write the dataset ids of every batch the boss trains "
+                                        "on to DIR/trained.rank<R>.tsv (epoch, update, ids), "
+                                        "e.g. to audit what was skipped"})
+    assistant_anneal: float = field(
+        default=0.0, metadata={"help": "share of the run, at its end, in which every pair is "
+                                       "accepted (infobatch's annealing; e.g. 0.125); measured "
+                                       "in updates with --max-update, else in epochs"})
+    # owned by other config groups: when the run ends (annealing) and saves (the batch
+    # plans of all workers are gathered before every save)
+    max_update: int = II("optimization.max_update")
+    max_epoch: int = II("optimization.max_epoch")
+    save_interval_updates: int = II("checkpoint.save_interval_updates")
 
 
 @register_task("autoassist_translation", dataclass=AutoAssistTranslationConfig)
@@ -86,10 +125,16 @@ class AutoAssistTranslationTask(TranslationTask):
         for name in ("assistant_boss_queue_size", "assistant_loss_queue_size"):
             if getattr(cfg, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')}={getattr(cfg, name)} must be >= 1")
+        if not 0.0 <= cfg.assistant_anneal < 1.0:
+            raise ValueError(f"--assistant-anneal={cfg.assistant_anneal} is out of range: it "
+                             "must be in [0, 1) (a share of the run, e.g. 0.125)")
         self.features: Optional[FeatureStore] = None
         self.train_iterator: Optional[AutoAssistEpochBatchIterator] = None
         self.totals = {"boss_tokens": 0.0, "boss_padded_tokens": 0.0,
                        "considered_tokens": 0.0, "accepted_tokens": 0.0}
+        self._reported = BossLosses()
+        self._last_update = None
+        self._trace_file = None
 
     # -- features ---------------------------------------------------------------------
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
@@ -103,8 +148,10 @@ class AutoAssistTranslationTask(TranslationTask):
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
         dataset = self.datasets[split]
         prefix = self.cfg.assistant_features or feature_prefix(data_path, split, src, tgt)
+        # the sizes as binarised: --truncate-source, --prepend-bos and --append-source-id
+        # change the wrapped dataset's sizes, not the pairs the features describe
         fingerprint = dataset_fingerprint(
-            dataset.src_sizes, dataset.tgt_sizes,
+            stored_sizes(dataset.src), stored_sizes(dataset.tgt),
             [f"{data_path}/dict.{src}.txt", f"{data_path}/dict.{tgt}.txt"])
         store = FeatureStore.open(prefix, fingerprint=fingerprint, num_rows=len(dataset),
                                   rebuild_hint=build_command(data_path, split, src, tgt))
@@ -115,7 +162,7 @@ class AutoAssistTranslationTask(TranslationTask):
     def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None,
                            max_positions=None, ignore_invalid_inputs=False,
                            required_batch_size_multiple=1, seed=1, num_shards=1, shard_id=0,
-                           num_workers=0, epoch=1, **kwargs):
+                           num_workers=0, epoch=1, data_buffer_size=0, **kwargs):
         """The Assistant's iterator for the train subset; fairseq's for everything else."""
         if dataset is not self.datasets.get(self.cfg.train_subset) or self.features is None:
             return super().get_batch_iterator(
@@ -123,10 +170,14 @@ class AutoAssistTranslationTask(TranslationTask):
                 max_positions=max_positions, ignore_invalid_inputs=ignore_invalid_inputs,
                 required_batch_size_multiple=required_batch_size_multiple, seed=seed,
                 num_shards=num_shards, shard_id=shard_id, num_workers=num_workers,
-                epoch=epoch, **kwargs)
+                epoch=epoch, data_buffer_size=data_buffer_size, **kwargs)
         if self.train_iterator is not None and self.train_iterator.dataset is dataset:
             return self.train_iterator  # one iterator, one Assistant, for the whole run
-        if self.train_iterator is not None:
+        carry = None
+        if self.train_iterator is not None:  # the next shard of --data a:b
+            carry = self.train_iterator.export_carry()
+            if carry["assistant"] is not None and not self._fits_features(carry["assistant"]):
+                carry["assistant"] = None
             self.train_iterator.shutdown()
         dataset.set_epoch(epoch)
         with data_utils.numpy_seed(seed):
@@ -147,8 +198,29 @@ class AutoAssistTranslationTask(TranslationTask):
             dataset, dataset.collater, make_generator(), start_process, epoch=epoch,
             fallback=self.cfg.assistant_fallback, num_shards=num_shards, shard_id=shard_id,
             all_gather=_all_gather if num_shards > 1 else None,
-            reweight=self.cfg.assistant_reweight)
+            reweight=self.cfg.assistant_reweight, num_workers=num_workers,
+            buffer_size=data_buffer_size, anneal_epoch=self._anneal_epoch(), carry=carry)
         return self.train_iterator
+
+    def _fits_features(self, assistant_state: dict) -> bool:
+        """The Assistant of the previous data shard carries over when the features have the
+        same columns (the same dictionaries); its per-pair memory never does."""
+        dim = len(assistant_state["model"]["theta"])
+        if dim != self.features.dim:
+            logger.warning(f"the features of this data shard have dimension {self.features.dim}, "
+                           f"the previous shard's {dim}: starting a new Assistant")
+            return False
+        for key in list(assistant_state):
+            if key not in ("model", "schedule"):
+                assistant_state.pop(key)
+        return True
+
+    def _anneal_epoch(self) -> Optional[int]:
+        """First epoch of annealing, when the run is measured in epochs."""
+        share, max_epoch = self.cfg.assistant_anneal, self.cfg.max_epoch or 0
+        if share <= 0 or (self.cfg.max_update or 0) > 0 or max_epoch <= 0:
+            return None
+        return math.floor((1.0 - share) * max_epoch) + 1
 
     # -- the Boss's step ------------------------------------------------------------------
     def build_criterion(self, cfg):
@@ -156,27 +228,44 @@ class AutoAssistTranslationTask(TranslationTask):
         check_criterion(criterion)
         return criterion
 
+    def begin_valid_epoch(self, epoch, model):
+        """Validation precedes every checkpoint fairseq writes mid-epoch: gather every
+        rank's batch plan now (all ranks get here at the same update)."""
+        super().begin_valid_epoch(epoch, model)
+        if self.train_iterator is not None:
+            self.train_iterator.sync_checkpoint_state()
+
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
         itr = self.train_iterator
-        if itr is None or ignore_grad or not sample:  # dummy batches teach nothing
+        meta = sample.get("autoassist") if sample else None
+        if itr is None or ignore_grad or meta is None:  # dummy batches teach nothing
             loss, sample_size, logging_output = super().train_step(
                 sample, model, criterion, optimizer, update_num, ignore_grad)
             stats = {}
         else:
+            if update_num != self._last_update:  # the first micro-batch of an update
+                self._last_update = update_num
+                self._before_update(itr, update_num)
             with capture_token_losses(criterion, sample.get("autoassist_weight")) as captured:
                 loss, sample_size, logging_output = super().train_step(
                     sample, model, criterion, optimizer, update_num, ignore_grad)
-            itr.report_losses(*per_sentence_loss(captured.token_losses, sample,
-                                                 self.tgt_dict.pad()))
+            # handed over one step later, so that the copy never waits for the device
+            retry = self._reported.hold(meta, sentence_losses(captured.token_losses, sample,
+                                                              self.tgt_dict.pad()))
+            for ids, losses in self._reported.ready():
+                itr.report_losses(ids, losses)
             stats = itr.pop_log_stats()
-            src_tokens, target = sample["net_input"]["src_tokens"], sample["target"]
-            stats["boss_tokens"] = int(sample["net_input"]["src_lengths"].sum()) \
-                + int(sample["ntokens"])
-            stats["boss_padded_tokens"] = target.size(0) * (src_tokens.size(1) + target.size(1))
+            if not retry and self.cfg.assistant_trace_dir:
+                self._trace(itr, update_num, meta["ids"])
+            if not retry:  # fairseq's --amp retry trains the same batch again
+                stats["boss_tokens"] = meta["tokens"]
+                src_tokens, target = sample["net_input"]["src_tokens"], sample["target"]
+                stats["boss_padded_tokens"] = target.size(0) * (src_tokens.size(1)
+                                                                + target.size(1))
             if np.isfinite(stats.get("threshold", np.nan)):
                 stats["n"] = 1  # averaged over workers: value sums plus a count
             else:  # no loss has reached the Assistant yet: nothing to average
-                for key in ("threshold", "lambda", "accuracy", "chance"):
+                for key in ("threshold", "lambda", "accuracy", "chance", "unlearnable"):
                     stats.pop(key, None)
         # every rank logs the same keys, dummy batches too: fairseq sums them in one
         # all-reduce that expects identical keys everywhere
@@ -184,6 +273,27 @@ class AutoAssistTranslationTask(TranslationTask):
         for key in _LOGGED:
             logging_output["aa_" + key] = float(stats.get(key, 0.0))
         return loss, sample_size, logging_output
+
+    def _trace(self, itr, update_num: int, ids: np.ndarray) -> None:
+        if self._trace_file is None:
+            os.makedirs(self.cfg.assistant_trace_dir, exist_ok=True)
+            path = os.path.join(self.cfg.assistant_trace_dir, f"trained.rank{itr.shard_id}.tsv")
+            self._trace_file = open(path, "a", buffering=1)  # a line per batch: crash-safe
+        self._trace_file.write(f"{itr.epoch}\t{update_num}\t{','.join(map(str, ids.tolist()))}\n")
+
+    def _before_update(self, itr: AutoAssistEpochBatchIterator, update_num: int) -> None:
+        """Annealing by updates, and the batch plans of all ranks before a checkpoint."""
+        for ids, losses in self._reported.ready(keep_last=False, wait=True):
+            itr.report_losses(ids, losses)  # the previous update's: its step has ended
+        cfg = self.cfg
+        if cfg.assistant_anneal > 0 and (cfg.max_update or 0) > 0 \
+                and update_num >= (1.0 - cfg.assistant_anneal) * cfg.max_update:
+            itr.start_annealing()
+        n = update_num + 1  # fairseq's update count once this update is done
+        if (cfg.save_interval_updates or 0) > 0 and n % cfg.save_interval_updates == 0 \
+                or (cfg.max_update or 0) > 0 and n >= cfg.max_update \
+                or itr.end_of_epoch():
+            itr.sync_checkpoint_state()
 
     def reduce_metrics(self, logging_outputs, criterion):
         super().reduce_metrics(logging_outputs, criterion)
@@ -193,6 +303,10 @@ class AutoAssistTranslationTask(TranslationTask):
         def total(key):
             return float(sum(log.get(key, 0) for log in logging_outputs))
 
+        if total("aa_failed") and self.train_iterator is not None:
+            # the logs are summed over all ranks: every rank stops at this same update
+            self.train_iterator.raise_if_failed([self.train_iterator.failure or "see the "
+                                                 "log of the worker whose Assistant failed"])
         for key in ("considered_pairs", "considered_tokens", "accepted_pairs",
                     "accepted_tokens", "boss_tokens", "boss_padded_tokens", "wait_seconds"):
             metrics.log_scalar_sum("_aa_" + key, total("aa_" + key))
@@ -206,14 +320,13 @@ class AutoAssistTranslationTask(TranslationTask):
         n = total("aa_n")
         if n:
             for key, name in (("accuracy", "aa_acc"), ("chance", "aa_acc_base"),
-                              ("threshold", "aa_T"), ("lambda", "aa_lambda")):
+                              ("threshold", "aa_T"), ("lambda", "aa_lambda"),
+                              ("unlearnable", "aa_unlearnable")):
                 metrics.log_scalar(name, total("aa_" + key) / n, n, round=3)
-        topup = total("aa_topup_pairs")
-        if topup:  # pairs added to complete the epoch's fixed batch count
-            metrics.log_scalar_sum("aa_topup", topup)
-        dropped = total("aa_dropped_losses")
-        if dropped:
-            metrics.log_scalar_sum("aa_dropped", dropped)
+        for key, name in (("dropped_losses", "aa_dropped"), ("nonfinite", "aa_nonfinite")):
+            value = total("aa_" + key)
+            if value:
+                metrics.log_scalar_sum(name, value)
         # cumulative over the run (and across resumes): read at print time
         totals = self.totals
         metrics.log_derived("aa_boss_tok", lambda meters: int(totals["boss_tokens"]))
@@ -231,8 +344,15 @@ class AutoAssistTranslationTask(TranslationTask):
 
 
 _LOGGED = ("considered_pairs", "considered_tokens", "accepted_pairs", "accepted_tokens",
-           "topup_pairs", "wait_seconds", "dropped_losses", "boss_tokens", "boss_padded_tokens", "n",
-           "threshold", "lambda", "accuracy", "chance")
+           "wait_seconds", "dropped_losses", "nonfinite", "failed", "boss_tokens",
+           "boss_padded_tokens", "n", "threshold", "lambda", "accuracy", "chance", "unlearnable")
+
+
+def stored_sizes(dataset) -> Optional[np.ndarray]:
+    """Sentence lengths as binarised, under fairseq's wrappers (truncation, BOS, ...)."""
+    while isinstance(dataset, BaseWrapperDataset):
+        dataset = dataset.dataset
+    return None if dataset is None else dataset.sizes
 
 
 def _ratio(num, den, meters):

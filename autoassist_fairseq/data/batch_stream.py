@@ -1,0 +1,148 @@
+"""The Boss's side of the batch stream: what it took from the Assistant, and what is left.
+
+The Assistant produces windows of batches, pass after pass (``batch_generator``). The Boss
+takes batches from that stream one at a time; an epoch is a fixed number of them, agreed
+by every rank before it starts (:func:`agree_num_batches`). A pass that ends early because
+pairs were skipped does not end the epoch: the next pass fills it. So no skipped pair is
+ever added back and no rank waits on dummy batches, and every rank still makes the same
+number of updates, which keeps distributed collectives in step.
+
+:class:`BatchStream` mirrors exactly what has been taken: the generator's state after the
+last window taken, the batches taken but not yet issued, and every batch issued in the
+current epoch, so that the state at any consumed count (checkpoints happen while data
+loader workers and the buffer thread run ahead) can be saved and resumed exactly.
+"""
+
+import math
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Deque, List, Optional, Tuple
+
+import numpy as np
+
+from .batch_generator import BatchGenerator, weights_of
+from .plan import WindowPlan
+
+Batch = Tuple[np.ndarray, Optional[np.ndarray]]  # (dataset ids, importance weights or None)
+
+COUNTERS = ("considered_pairs", "considered_tokens", "accepted_pairs", "accepted_tokens")
+
+
+def agree_num_batches(views: List[dict]) -> int:
+    """This epoch's batch count from every rank's view ``{"full": ..., "rate": ...}``.
+
+    The mean over ranks of ``full_r * rate_r`` (the rank's batches with every pair accepted,
+    times the share of tokens its Assistant expects to accept), rounded up: an epoch is about
+    one pass of every shard; a rank whose pass is shorter or longer goes on in its stream.
+    """
+    want = [min(v["full"], v["full"] * v["rate"]) for v in views]
+    return max(1, math.ceil(sum(want) / len(want)))
+
+
+@dataclass
+class StreamState:
+    """What a rank must save to resume its stream exactly (see :meth:`BatchStream.state`)."""
+
+    generator: dict
+    pending: List[np.ndarray]
+    weights: Optional[List[np.ndarray]] = None
+
+
+@dataclass
+class _RateEstimate:
+    """Token-weighted expected acceptance rate over the last pass's worth of windows."""
+
+    windows: int
+    recent: Deque[Tuple[float, float]] = field(default_factory=deque)
+
+    def add(self, rate: float, tokens: float) -> None:
+        self.recent.append((rate * tokens, tokens))
+        while len(self.recent) > self.windows:
+            self.recent.popleft()
+
+    @property
+    def value(self) -> float:
+        tokens = sum(t for _, t in self.recent)
+        return sum(a for a, _ in self.recent) / tokens if tokens else 1.0
+
+
+class BatchStream:
+    """The batches a rank takes from its Assistant's windows.
+
+    Args:
+        generator (BatchGenerator): the Boss's copy of this shard's generator; gives the
+            batch counts, and makes the windows itself after a fallback to uniform batches.
+        reweight (bool): keep each pair's importance weight with its batch.
+    """
+
+    def __init__(self, generator: BatchGenerator, reweight: bool = False):
+        self.generator = generator
+        self.reweight = reweight
+        self.gen_state: Optional[dict] = None  # the generator's state after the last window
+        self.pending: Deque[Batch] = deque()  # taken, not yet issued
+        self.issued: List[Batch] = []  # issued in the current epoch, in order
+        self.issued_offset = 0  # consumed count of the epoch at issued[0]
+        self.totals = dict.fromkeys(COUNTERS, 0)
+        self.rate = _RateEstimate(windows=generator.num_windows)
+        self.assistant_stats: dict = {}
+        self.generation = 0  # restarts of the Assistant's stream; older windows are dropped
+        # the training thread saves and restarts while a loader thread may take batches
+        self.lock = threading.Lock()
+
+    # -- epochs -------------------------------------------------------------------------
+    def begin_epoch(self, offset: int = 0) -> None:
+        """Forget the previous epoch's issued batches; *offset*: batches already trained."""
+        with self.lock:
+            self.issued, self.issued_offset = [], offset
+
+    def next_batch(self, next_window: Callable[[], WindowPlan]) -> Batch:
+        """The next batch of the stream, taking windows from *next_window* as needed."""
+        while True:
+            with self.lock:
+                if self.pending:
+                    batch = self.pending.popleft()
+                    self.issued.append(batch)
+                    return batch
+            window = next_window()
+            with self.lock:
+                if window.state_after.get("generation", 0) == self.generation:
+                    self.take(window)
+
+    def restart(self) -> dict:
+        """A new generation of the stream: returns the generator state to restart from
+        (after the last window taken); windows of older generations are dropped."""
+        with self.lock:
+            self.generation += 1
+            state = self.gen_state if self.gen_state is not None else \
+                self.generator.state_dict()
+            return dict(state, generation=self.generation)
+
+    def take(self, window: WindowPlan) -> None:
+        for ids in window.batches:
+            self.pending.append((ids, weights_of(ids, window.weight_ids, window.weights) if self.reweight
+                                else None))
+        self.gen_state = window.state_after
+        for key in COUNTERS:
+            self.totals[key] += getattr(window, key)
+        if window.considered_tokens:
+            self.rate.add(window.expected_token_rate, window.considered_tokens)
+        if window.stats:
+            self.assistant_stats = window.stats
+
+    # -- checkpoints ----------------------------------------------------------------------
+    def state(self, consumed: int) -> StreamState:
+        """The stream as of *consumed* batches of the current epoch trained: batches issued
+        after that point (prefetched) go back in front of the pending ones."""
+        with self.lock:
+            batches = self.issued[max(0, consumed - self.issued_offset):] + list(self.pending)
+            gen = self.gen_state if self.gen_state is not None else self.generator.state_dict()
+        weights = [w for _, w in batches] if self.reweight else None
+        return StreamState(generator=gen, pending=[ids for ids, _ in batches], weights=weights)
+
+    def restore(self, state: StreamState) -> None:
+        self.gen_state = dict(state.generator)
+        weights = state.weights or [None] * len(state.pending)
+        self.pending = deque(
+            (np.asarray(ids, np.int64), None if w is None else np.asarray(w, np.float32))
+            for ids, w in zip(state.pending, weights))

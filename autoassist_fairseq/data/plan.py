@@ -1,0 +1,41 @@
+"""What the Assistant hands the Boss: the batches it made from one window of candidates."""
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import numpy as np
+
+
+def _no_ids():
+    return np.zeros(0, np.int64)
+
+
+@dataclass
+class WindowPlan:
+    """The batches made from one window of a data pass.
+
+    Windows ``0 .. num_windows - 1`` of a pass hold candidates; window ``num_windows``
+    batches the partly filled last batches the others deferred, and ends the pass.
+    ``weight_ids`` got importance weights ``weights`` = 1 / P(accept) in this window (every
+    pair it accepted, deferred ones included), for ``--assistant-reweight``.
+    ``state_after`` is the generator's state once this window is made: the Boss keeps
+    that of the last window it took, which is exactly where a resumed run must go on.
+    """
+
+    epoch: int  # the data pass, 1-based
+    window: int
+    batches: List[np.ndarray]
+    deferred: np.ndarray = field(default_factory=_no_ids)
+    considered_pairs: int = 0
+    considered_tokens: int = 0
+    accepted_pairs: int = 0
+    accepted_tokens: int = 0
+    expected_token_rate: float = 1.0
+    weight_ids: np.ndarray = field(default_factory=_no_ids)
+    weights: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    state_after: Optional[dict] = None
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def ends_pass(self) -> bool:
+        return self.state_after is not None and self.state_after["epoch"] != self.epoch

@@ -1,0 +1,147 @@
+"""The Assistant: non-finite losses, rules, hyperparameter checks, state."""
+
+import numpy as np
+import pytest
+
+from autoassist_fairseq.assistant import Assistant, AssistantHParams
+from autoassist_fairseq.assistant.schedule import update_threshold
+from autoassist_fairseq.features.store import FeatureStore
+from autoassist_fairseq.features.tfidf import count_matrix, tfidf_features
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    sents = [rng.integers(1, 100, size=rng.integers(3, 10)) for _ in range(600)]
+    offsets = np.cumsum([0] + [len(s) for s in sents])
+    C = count_matrix(np.concatenate(sents), offsets, 100)
+    prefix = str(tmp_path_factory.mktemp("store") / "f")
+    FeatureStore.save(prefix, tfidf_features(C, C), {"fingerprint": "x"})
+    return FeatureStore.open(prefix)
+
+
+def _trained(store, rule="paper", batches=20, **kw):
+    rng = np.random.default_rng(1)
+    a = Assistant(store, AssistantHParams(rule=rule, warmup=0, **kw))
+    for _ in range(batches):
+        ids = rng.choice(600, 40, replace=False)
+        a.learn(ids, rng.gamma(3.0, 1.0, 40))
+    return a
+
+
+def _snapshot(a):
+    return (a.model.theta.copy(), a.model.bias, a.schedule.state_dict())
+
+
+@pytest.mark.parametrize("rule", ["paper", "learnable"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_batch_of_nonfinite_losses_changes_nothing(store, rule, bad):
+    a = _trained(store, rule)
+    theta, bias, sched = _snapshot(a)
+    history = a.history.state_dict() if a.history else None
+    assert np.isnan(a.learn(np.arange(5), np.full(5, bad)))
+    np.testing.assert_array_equal(a.model.theta, theta)
+    assert a.model.bias == bias and a.schedule.state_dict() == sched
+    assert a.stats["nonfinite"] == 5
+    if history is not None:
+        after = a.history.state_dict()
+        np.testing.assert_array_equal(after["ids"], history["ids"])
+        np.testing.assert_array_equal(after["loss"], history["loss"])
+    a.learn(np.arange(3), np.array([np.nan, np.inf, np.nan]))
+    assert a.stats["nonfinite"] == 8  # cumulative
+
+
+def test_mixed_batch_learns_from_its_finite_part(store):
+    a, b = _trained(store), _trained(store)
+    ids = np.arange(100, 140)
+    losses = np.random.default_rng(5).gamma(3.0, 1.0, 40)
+    poisoned = losses.copy()
+    poisoned[[3, 17, 30]] = [np.inf, np.nan, -np.inf]
+    keep = np.isfinite(poisoned)
+    acc_a = a.learn(ids, poisoned)
+    acc_b = b.learn(ids[keep], losses[keep])
+    assert acc_a == acc_b and np.isfinite(a.stats["threshold"])
+    np.testing.assert_array_equal(a.model.theta, b.model.theta)
+    assert a.stats["threshold"] == b.stats["threshold"] and a.stats["lambda"] == b.stats["lambda"]
+    assert a.stats["nonfinite"] == 3 and b.stats["nonfinite"] == 0
+
+
+def test_update_threshold_refuses_nonfinite():
+    assert update_threshold(2.0, np.array([4.0]), 0.5) == 3.0
+    for bad in (np.array([1.0, np.inf]), np.array([np.nan]), np.zeros(0)):
+        with pytest.raises(ValueError, match="finite"):
+            update_threshold(2.0, bad, 0.5)
+
+
+def test_learn_rejects_mismatched_lengths(store):
+    with pytest.raises(ValueError, match="3 ids but"):
+        Assistant(store, AssistantHParams()).learn(np.arange(3), np.ones(2))
+
+
+def test_stats_keys(store):
+    a = _trained(store, "learnable")
+    assert {"threshold", "lambda", "accuracy", "chance", "updates", "nonfinite",
+            "unlearnable"} <= set(a.stats)
+    assert a.stats["updates"] == 20
+
+
+def test_random_rule_follows_the_pass_and_still_learns(store):
+    # losses the features predict (pairs with a source word below 12 are hard: about half)
+    hard = np.asarray(store.rows(np.arange(600))[:, 1:12].sum(axis=1)).ravel() > 0
+    losses = np.where(hard, 5.0, 1.0)
+    rng = np.random.default_rng(2)
+    arms = {rule: Assistant(store, AssistantHParams(rule=rule, warmup=0,
+                                                    random_rates="1.0,0.8,0.5"))
+            for rule in ("random", "paper")}
+    for _ in range(100):
+        ids = rng.choice(600, 40, replace=False)
+        for a in arms.values():
+            a.learn(ids, losses[ids])
+    a, paper = arms["random"], arms["paper"]
+    assert a.stats == paper.stats and a.stats["lambda"] > 0.5  # learns like the paper's
+    ids = np.arange(600)
+    assert np.ptp(paper.accept_probability(ids)) > 0.3
+    for epoch, rate in ((1, 1.0), (2, 0.8), (3, 0.5), (7, 0.5)):
+        a.begin_epoch(epoch)
+        np.testing.assert_array_equal(a.accept_probability(ids), rate)  # g does not leak
+
+
+@pytest.mark.parametrize("kw,flag", [
+    (dict(rule="oracle"), "--assistant-rule=oracle.*paper, random, learnable"),
+    (dict(rule="random"), "--assistant-rule random needs --assistant-random-rates"),
+    (dict(rule="random", random_rates="1.0,1.2"), "--assistant-random-rates.*out of range"),
+    (dict(random_rates="0.5,x"), "--assistant-random-rates.*not a list of numbers"),
+    (dict(noise_quantile=0.4), r"--assistant-noise-quantile=0.4.*\(0.5, 1\)"),
+    (dict(noise_quantile=1.0), "--assistant-noise-quantile=1.0"),
+    (dict(noise_min_decline=-0.1), r"--assistant-noise-min-decline=-0.1.*\[0, 1\)"),
+    (dict(noise_patience=1), r"--assistant-noise-patience=1.*\[2, 255\]"),
+    (dict(noise_patience=300), "--assistant-noise-patience=300"),
+])
+def test_new_hparams_are_checked(kw, flag):
+    with pytest.raises(ValueError, match=flag):
+        AssistantHParams(**kw).check()
+
+
+@pytest.mark.parametrize("rule", ["paper", "random", "learnable"])
+def test_state_round_trip(store, rule):
+    a = _trained(store, rule, random_rates="0.7")
+    a.learn(np.arange(2), np.array([np.nan, 1.0]))
+    b = Assistant(store, AssistantHParams(rule=rule, random_rates="0.7"))
+    b.load_state_dict(a.state_dict())
+    assert b.stats == a.stats
+    ids = np.arange(600)
+    np.testing.assert_allclose(b.accept_probability(ids), a.accept_probability(ids), rtol=1e-5)
+    if rule == "learnable":
+        assert a.stats["unlearnable"] == b.stats["unlearnable"]
+        np.testing.assert_array_equal(b.history.last, a.history.last)
+        np.testing.assert_array_equal(b.history.strikes, a.history.strikes)
+
+
+def test_state_crosses_rules(store):
+    paper = _trained(store, "paper")
+    learnable = Assistant(store, AssistantHParams(rule="learnable"))
+    learnable.load_state_dict(_trained(store, "learnable").state_dict())
+    assert learnable.history.high is not None
+    learnable.load_state_dict(paper.state_dict())  # no history saved: starts empty
+    assert learnable.history.high is None and np.isnan(learnable.history.last).all()
+    Assistant(store, AssistantHParams()).load_state_dict(_trained(store, "learnable").state_dict())

@@ -1,0 +1,117 @@
+"""The Boss's side of the batch stream: fixed epochs over passes, exact save and resume."""
+
+import math
+
+import numpy as np
+import pytest
+
+from autoassist_fairseq.data.batch_generator import BatchGenerator
+from autoassist_fairseq.data.batch_stream import BatchStream, StreamState, agree_num_batches
+
+N = 3000
+
+
+@pytest.fixture(scope="module")
+def sizes():
+    rng = np.random.default_rng(1)
+    src = np.clip(rng.lognormal(2.5, 0.5, N).astype(int), 1, 120)
+    return src, np.clip((src * rng.uniform(0.8, 1.3, N)).astype(int), 1, 120)
+
+
+def _gen(sizes, **kw):
+    return BatchGenerator(np.arange(N), *sizes, max_tokens=800, window_size=700, seed=5, **kw)
+
+
+def _score(ids):  # a fixed Assistant: odd ids are easy
+    return np.where(ids % 2 == 1, 0.3, 0.9)
+
+
+def _source(gen):
+    return lambda: gen.next_window(_score)
+
+
+def test_agree_num_batches_is_the_mean_rounded_up():
+    assert agree_num_batches([{"full": 100, "rate": 0.5}, {"full": 102, "rate": 0.6}]) == 56
+    assert agree_num_batches([{"full": 10, "rate": 1.3}]) == 10  # never above a full pass
+    assert agree_num_batches([{"full": 10, "rate": 0.0}]) == 1
+
+
+def test_epochs_take_fixed_counts_and_skip_for_good(sizes):
+    """Epochs of a fixed count run over pass boundaries: no skipped pair is added back to
+    fill an epoch, and within a pass every pair is trained at most once."""
+    gen = _gen(sizes)
+    gen.begin_epoch(1)
+    stream = BatchStream(_gen(sizes))
+    full = gen.epoch_batch_count(1)
+    passes = []  # the data pass of every batch taken, in order
+
+    def source():
+        window = gen.next_window(_score)
+        passes.extend([window.epoch] * len(window.batches))
+        return window
+
+    trained = {}
+    for epoch in range(1, 4):
+        count = agree_num_batches([{"full": full, "rate": stream.rate.value}])
+        stream.begin_epoch()
+        for _ in range(count):
+            ids, _ = stream.next_batch(source)
+            trained.setdefault(passes.pop(0), []).append(ids)
+        assert len(stream.issued) == count
+        if epoch > 1:  # the rate is known after the first windows: epochs shrink
+            assert count < 0.75 * full
+    easy_share = []
+    for batches in list(trained.values())[:-1]:  # complete passes (the last may be cut)
+        ids = np.concatenate(batches)
+        assert len(ids) == len(set(ids.tolist()))
+        easy_share.append(np.mean(ids % 2 == 1))
+    assert max(easy_share) < 0.35  # easy pairs (P=0.3 against 0.9) stay mostly skipped
+    expected = (0.3 * gen.pair_tokens(np.arange(1, N, 2)) + 0.9 * gen.pair_tokens(
+        np.arange(0, N, 2))) / gen.pair_tokens(np.arange(N))
+    assert stream.rate.value == pytest.approx(expected, abs=0.05)
+
+
+@pytest.mark.parametrize("reweight", [False, True])
+def test_state_at_a_consumed_count_resumes_exactly(sizes, reweight):
+    """Batches issued ahead of training (loader workers, buffer thread) go back into the
+    saved plan; a stream restored from it continues with exactly the same batches."""
+    gen = _gen(sizes)
+    gen.begin_epoch(2)
+    stream = BatchStream(_gen(sizes), reweight=reweight)
+    stream.begin_epoch(offset=4)  # a resumed epoch: 4 batches were trained before
+    issued = [stream.next_batch(_source(gen)) for _ in range(40)]
+    state = stream.state(consumed=4 + 25)  # 25 of the 40 issued were trained
+    rest = issued[25:] + [stream.next_batch(_source(gen)) for _ in range(30)]
+
+    gen2 = _gen(sizes)
+    gen2.load_state_dict(state.generator)
+    restored = BatchStream(_gen(sizes), reweight=reweight)
+    restored.restore(StreamState(**vars(state)))
+    again = [restored.next_batch(_source(gen2)) for _ in range(len(rest))]
+    assert [ids.tolist() for ids, _ in again] == [ids.tolist() for ids, _ in rest]
+    if reweight:
+        for (_, w1), (ids, w2) in zip(rest, again):
+            assert w2.tolist() == w1.tolist()
+            assert set(np.round(1 / w2.astype(np.float64), 5).tolist()) <= {0.3, 0.9}  # 1/P
+    else:
+        assert all(w is None for _, w in again)
+
+
+def test_windows_of_an_old_generation_are_dropped(sizes):
+    gen = _gen(sizes)
+    gen.begin_epoch(1)
+    stream = BatchStream(_gen(sizes))
+    stream.next_batch(_source(gen))
+    stale = gen.next_window(_score)  # made before the restart below
+    state = stream.restart()
+    assert state["generation"] == 1
+    fresh = _gen(sizes)
+    fresh.load_state_dict(state)
+    windows = iter([stale, fresh.next_window(_score)])
+    taken_before = stream.totals["considered_pairs"]
+    while stream.pending:
+        stream.next_batch(lambda: next(windows))
+    stream.next_batch(lambda: next(windows))
+    # the stale window was dropped, the fresh one (same pairs, new generation) taken
+    assert stream.totals["considered_pairs"] - taken_before == fresh.window_size
+    assert math.isclose(stream.rate.value, stream.rate.value)
