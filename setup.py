@@ -25,6 +25,7 @@ setup(
         "numpy",
         "scipy",
         "scikit-learn",
+        "threadpoolctl",  # the Assistant process keeps BLAS to one thread
         "sacrebleu>=2.0",
         "sentencepiece",
         "tqdm",
@@ -32,10 +33,15 @@ setup(
     extras_require={
         "test": ["pytest"],
         "plot": ["matplotlib"],
+        # --tensorboard-logdir: fairseq writes through torch.utils.tensorboard (needs
+        # tensorboard); tensorboardX is what fairseq's text_to_speech task imports,
+        # whose absence prints "Please install tensorboardX" at every fairseq import
+        "tensorboard": ["tensorboard", "tensorboardX"],
     },
     entry_points={
         "console_scripts": [
             "autoassist-features = autoassist_fairseq.features.build:cli_main",
+            "autoassist-diagnose = autoassist_fairseq.diagnose:cli_main",
         ],
     },
 )

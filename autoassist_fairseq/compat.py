@@ -1,18 +1,33 @@
 """Load fairseq checkpoints with torch >= 2.6, without the user setting anything.
 
 torch 2.6 made ``torch.load(weights_only=True)`` the default; fairseq 0.12 calls
-``torch.load`` without that argument, and its checkpoints pickle an
+``torch.load`` without that argument. Its checkpoint files pickle an
 ``argparse.Namespace`` (``args`` of older runs, ``cfg`` pieces of model configs), so
-``fairseq-generate`` and resuming fail with an UnpicklingError. Rather than turning the
-safe loader off, we add fairseq's own config types to its allow-list: everything else
-keeps weights-only protection. Imported by the package, so ``--user-dir`` applies it.
+``fairseq-generate`` and resuming fail with an UnpicklingError; and a distributed resume
+broadcasts the loaded checkpoint from rank 0 through ``torch.save``/``torch.load``, with
+its config as omegaconf containers, so every other rank fails the same way. Rather than
+turning the safe loader off, we add fairseq's own config types to its allow-list:
+everything else keeps weights-only protection. Imported by the package, so
+``--user-dir`` applies it.
 """
 
 import argparse
+import collections
+import typing
 
 import torch
+from fairseq.distributed.utils import _TensorPlaceholder
+from omegaconf import DictConfig, ListConfig
+from omegaconf.base import ContainerMetadata, Metadata
+from omegaconf.nodes import AnyNode, BooleanNode, FloatNode, IntegerNode, StringNode
 
-_FAIRSEQ_CHECKPOINT_GLOBALS = [argparse.Namespace]
+_FAIRSEQ_CHECKPOINT_GLOBALS = [
+    argparse.Namespace,
+    # a loaded checkpoint as fairseq broadcasts it to the other ranks: its config, and
+    # placeholders for the tensors sent apart
+    _TensorPlaceholder, DictConfig, ListConfig, ContainerMetadata, Metadata, AnyNode, BooleanNode, FloatNode,
+    IntegerNode, StringNode, typing.Any, dict, list, int, collections.defaultdict,
+]
 
 
 def allow_fairseq_checkpoints() -> None:

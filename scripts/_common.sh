@@ -7,6 +7,24 @@
 #                    same signature (parameters + size/mtime of its inputs) and all its
 #                    outputs exist.
 
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+    cat <<EOF
+Usage: source scripts/_common.sh   (from another script of scripts/; running it does nothing)
+
+Shared helpers of the bash scripts: REPO_ROOT, PYTHON (the repository's .venv is
+activated when present), log/die, resolve_text, signature, step_is_done/step_done/
+step_reset (reuse of finished steps) and read_args (the flags of a configs/*.args file).
+
+Options:
+  -h, --help   print this help and exit
+
+Example (inside a script):
+  source "\$(dirname "\${BASH_SOURCE[0]}")/_common.sh"
+  mapfile -t ARGS < <(read_args configs/demo/transformer_tiny.args)
+EOF
+    exit 0
+fi
+
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export REPO_ROOT
 

@@ -42,10 +42,16 @@ def load(path: str):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dir", required=True, help="checkpoint directory")
-    parser.add_argument("--last", type=int, required=True, help="how many checkpoints")
-    parser.add_argument("--output", required=True)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python scripts/average_checkpoints.py --dir checkpoints/ --last 5 "
+               "--output checkpoints/checkpoint.avg5.pt")
+    parser.add_argument("--dir", required=True,
+                        help="checkpoint directory (the --save-dir of fairseq-train)")
+    parser.add_argument("--last", type=int, required=True,
+                        help="how many of the newest update (or else epoch) checkpoints to "
+                             "average")
+    parser.add_argument("--output", required=True, help="where to write the averaged checkpoint")
     args = parser.parse_args(argv)
 
     paths = find_last(args.dir, args.last)

@@ -1,28 +1,55 @@
 #!/usr/bin/env python3
-"""Baseline vs AutoAssist: train both on the same data, model, schedule, seed and budget.
+"""Baseline, AutoAssist and a random-skip control at equal compute, on the same data,
+model, seed and LR schedule.
 
     python scripts/benchmark.py --data DIR --config NAME --out DIR
-        [--max-epoch N | --max-update N] [--seed S ...] [--extra-args "..."]
-        [--autoassist-args "..."] [--variant NAME] [--skip-bleu]
+        [--max-epoch N | --max-update N | --budget-tokens N] [--seed S ...]
+        [--extra-args "..."] [--autoassist-args "..."] [--arm NAME="ARGS" ...]
+        [--variant NAME] [--no-random] [--skip-bleu] [--noise-labels FILE]
 
-For each seed, one after the other on this machine: ``baseline-s<seed>`` (``--task
-translation``, fairseq's uniform batches) and ``autoassist-s<seed>`` (``--task
-autoassist_translation --user-dir <repo>/autoassist_fairseq`` plus --autoassist-args).
-``--config`` is a name of a ``configs/**/NAME.args`` file or a path to an .args file.
-Each run logs to OUT/<run>/train.log and saves to OUT/<run>/checkpoints; a finished run
-(log says "done training", checkpoint present, same command) is reused, an interrupted
-one resumes from its checkpoint_last.pt. ``--variant NAME`` names the AutoAssist runs
-``autoassist-NAME-s<seed>`` and the outputs results-NAME.*, curves-NAME.png, so settings
-tried one at a time (``--autoassist-args``) share the baseline runs of one OUT directory.
+Arms, for each seed, one after the other on this machine:
 
-Measured at each validation: the validation loss (base 2), fairseq's ``wall`` (seconds
-since training started, validations and checkpoint saves included; taken from the train
-line of the same epoch, which fairseq prints after that epoch's validation, rounded to
-whole seconds), and the Boss tokens trained so far (non-padding source + target tokens,
-EOS included). AutoAssist's come from its log (``aa_boss_tok``); the baseline's are
-recomputed from the binarised train set with fairseq's own batching, padded tokens too.
-Target = the baseline's best validation loss; the first validation of a run at or below it
-gives tokens-to-target and time-to-target. Writes results.json, results.md and curves.png.
+* ``baseline-s<seed>``: ``--task translation``, fairseq's uniform batches;
+* ``autoassist-s<seed>``: ``--task autoassist_translation`` (default rule) plus
+  --autoassist-args;
+* ``random-s<seed>``: the control, ``--assistant-rule random --assistant-random-rates
+  r1,r2,...`` with r_e = the AutoAssist arm's measured token acceptance of its epoch e
+  (``aa_accept_tok`` of its ``train`` lines; the last repeats), so it skips as many tokens
+  per pass as AutoAssist but picks them at random; it runs after the AutoAssist arm;
+* ``NAME-s<seed>`` for every ``--arm NAME="ARGS"``: ``--task autoassist_translation``
+  plus ARGS (e.g. ``--arm learnable="--assistant-rule learnable"``).
+
+Equal compute. The budget is counted in updates, so that update-counting LR schedules
+(inverse_sqrt, the configs' default) see the same schedule in every arm: the baseline
+trains first, with the config's --max-epoch (or --max-epoch / --max-update here, or
+``--budget-tokens N``, turned into updates with the baseline's tokens per update from
+fairseq's own batching of the train set); every other arm then gets ``--max-update U``,
+U = the baseline's final update count, and no --max-epoch. Batches are filled to
+--max-tokens in every arm, so tokens per update are about equal and a skipping arm gets
+more (shorter) epochs; the actual Boss tokens are measured and reported.
+
+The language pair is read from DATA (``train.SRC-TGT.*`` and ``dict.*.txt``) and passed to
+every arm, overriding the config's; a config naming other languages is an error.
+Every arm logs to OUT/<run>/train.log and saves to OUT/<run>/checkpoints; a finished run
+(log says "done training", checkpoint present, same command) is reused, an interrupted one
+resumes from its checkpoint_last.pt, so a comparison can span several sessions. Epoch
+checkpoints are kept (the config's --keep-last-epochs and --no-epoch-checkpoints are dropped
+unless --skip-bleu) and each is scored once (OUT/<run>/checkpoints/bleu-checkpointE.log).
+
+Measured at each validation: the validation loss (base 2), fairseq's ``wall`` (seconds since
+training started, validations and checkpoint saves included; a resumed run continues the
+wall of the checkpoint it resumed from), and the Boss tokens trained so far (non-padding
+source + target tokens, EOS included): ``aa_boss_tok`` of the arm's log, or for the
+baseline recomputed from the binarised train set with fairseq's batching. Test BLEU (beam
+4, detokenised sacreBLEU, scripts/evaluate.sh) per epoch checkpoint. For each arm: the
+validation loss and BLEU at equal Boss tokens (the smallest final token count of the arms)
+and at equal wall time (the smallest final wall), linear between measurements; the tokens
+and wall time to reach the baseline's best validation loss and the baseline's final BLEU
+minus 0.2 (the crossing, linear between the two measurements around it). With noise labels
+(``--noise-labels``, default DATA/train.noise-labels when present; see
+scripts/add_noise.py), every Assistant arm's last checkpoint is diagnosed
+(``autoassist-diagnose``) for the noise share of the tokens it would skip and train.
+Writes results.json, results.md and curves.png (all arms in one plot per measure).
 """
 
 import argparse
@@ -108,21 +135,86 @@ def find_config(name):
     return found[0]
 
 
-def build_run_args(config_tokens, kind, seed, save_dir, budget, extra, autoassist_extra):
-    """The fairseq-train arguments (without DATA) of one run; kind is baseline/autoassist."""
+LANG_FLAGS = ("--source-lang", "-s", "--target-lang", "-t")
+KEEP_EPOCH_FLAGS = ("--keep-last-epochs", "--no-epoch-checkpoints")
+BLEU_MARGIN = 0.2
+
+
+def build_run_args(config_tokens, kind, seed, save_dir, budget, extra, autoassist_extra,
+                   langs=None, keep_epochs=False):
+    """The fairseq-train arguments (without DATA) of one run.
+
+    Args:
+        config_tokens (list): the config's tokens.
+        kind (str): ``baseline`` (--task translation) or an Assistant arm (any other name).
+        seed (int): --seed.
+        save_dir (Path): --save-dir.
+        budget (list): budget flags replacing the config's --max-epoch/--max-update.
+        extra (list): flags for every arm.
+        autoassist_extra (list): flags for an Assistant arm only.
+        langs (tuple, optional): (source, target) replacing the config's (default: None).
+        keep_epochs (bool, optional): drop --keep-last-epochs/--no-epoch-checkpoints, so
+            every epoch checkpoint stays for BLEU (default: False).
+    """
     drop = {"--task", "--user-dir", "--save-dir", "--seed", "--log-format"}
     if budget:
         drop |= {"--max-epoch", "--max-update"}
+    if langs:
+        drop |= set(LANG_FLAGS)
+    if keep_epochs:
+        drop |= set(KEEP_EPOCH_FLAGS)
     tokens = drop_flags(config_tokens, drop, prefixes=("--assistant-",))
-    if kind == "autoassist":
+    if kind != "baseline":
         tokens = ["--task", "autoassist_translation", "--user-dir", str(USER_DIR)] + tokens
     else:
         tokens = ["--task", "translation"] + tokens
-    tokens += budget + extra + (autoassist_extra if kind == "autoassist" else [])
+    if langs:
+        tokens += ["--source-lang", langs[0], "--target-lang", langs[1]]
+    tokens += budget + extra + (autoassist_extra if kind != "baseline" else [])
     for flag, value in FORCED:
         if get_flag(tokens, flag) is None or flag == "--log-format":
             tokens += [flag] + ([value] if value else [])
     return tokens + ["--seed", str(seed), "--save-dir", str(save_dir)]
+
+
+def data_langs(data, config_tokens, extra, subset="train"):
+    """The (source, target) pair every arm trains on: DATA's, unless --extra-args names one.
+
+    DATA's pair comes from its ``SUBSET.SRC-TGT.*.idx`` files (both dictionaries must be
+    there). A config naming other languages is an error that says what to change; a config
+    naming DATA's languages the other way round is overridden, with a note."""
+    pairs = sorted({m.group(1, 2) for p in Path(data).glob(f"{subset}.*.idx")
+                    if (m := re.fullmatch(rf"{subset}\.([^.-]+)-([^.]+)\.[^.]+\.idx", p.name))})
+    missing = [f"dict.{lang}.txt" for pair in pairs for lang in pair
+               if not (Path(data) / f"dict.{lang}.txt").exists()]
+    if not pairs or missing:
+        raise BenchmarkError(f"{data} holds no binarised '{subset}' set with its dictionaries "
+                             f"(found pairs {pairs}, missing {missing}): prepare it with "
+                             "scripts/prepare-corpus.sh")
+    src, tgt = get_flag(extra, "--source-lang", "-s"), get_flag(extra, "--target-lang", "-t")
+    if src or tgt:  # given here by the user: must be a pair the data has
+        if not src or not tgt or not any({src, tgt} == set(p) for p in pairs):
+            raise BenchmarkError(f"--extra-args names {src}->{tgt} but {data} holds "
+                                 f"{', '.join('-'.join(p) for p in pairs)}: give both "
+                                 "--source-lang and --target-lang of that pair")
+        return src, tgt
+    if len(pairs) != 1:
+        raise BenchmarkError(f"{data} holds several pairs ({pairs}): choose one with "
+                             "--extra-args '--source-lang SRC --target-lang TGT'")
+    pair = pairs[0]
+    c_src = get_flag(config_tokens, "--source-lang", "-s")
+    c_tgt = get_flag(config_tokens, "--target-lang", "-t")
+    named = {lang for lang in (c_src, c_tgt) if lang}
+    if named and not named <= set(pair):
+        raise BenchmarkError(
+            f"the config names {c_src}->{c_tgt} but {data} holds {pair[0]}-{pair[1]}: point "
+            "--data at the corpus the config is for, or use a config for this pair (its "
+            f"--source-lang/--target-lang are replaced by {pair[0]}->{pair[1]})")
+    if (c_src, c_tgt) == (pair[1], pair[0]):
+        print(f"note: the config's {c_src}->{c_tgt} is replaced by the data's {pair[0]}->"
+              f"{pair[1]}; to train {c_src}->{c_tgt} on it, add --extra-args '--source-lang "
+              f"{c_src} --target-lang {c_tgt}'")
+    return pair
 
 
 def infer_langs(data, tokens):
@@ -321,28 +413,54 @@ def run_training(name, data, args, out):
     return text
 
 
-def run_bleu(data, ckpt_dir, subset="test"):
-    """Test BLEU of ckpt_dir/checkpoint_best.pt via scripts/evaluate.sh (None on failure,
-    with the error shown); the output is kept next to the checkpoints (bleu.log)."""
-    script, log = REPO / "scripts" / "evaluate.sh", ckpt_dir / "bleu.log"
-    best = ckpt_dir / "checkpoint_best.pt"
-    if log.exists() and best.exists() and log.stat().st_mtime > best.stat().st_mtime:
+def run_bleu(data, ckpt_dir, subset="test", checkpoint="checkpoint_best.pt"):
+    """Test BLEU of ckpt_dir/CHECKPOINT via scripts/evaluate.sh (None on failure, with the
+    error shown); the output is kept next to the checkpoints (bleu.log for the best,
+    bleu-NAME.log for others) and reused while it is newer than the checkpoint."""
+    script = REPO / "scripts" / "evaluate.sh"
+    stem = Path(checkpoint).stem
+    log = ckpt_dir / ("bleu.log" if checkpoint == "checkpoint_best.pt" else f"bleu-{stem}.log")
+    ckpt = ckpt_dir / checkpoint
+    if log.exists() and ckpt.exists() and log.stat().st_mtime > ckpt.stat().st_mtime:
         if m := re.search(r"^BLEU = ([\d.]+)", log.read_text(), re.M):
-            print(f"[{ckpt_dir.parent.name}] {m.group(0)} (from {log})")
+            print(f"[{ckpt_dir.parent.name}] {stem}: {m.group(0)} (from {log})")
             return float(m.group(1))
     if not script.exists():
         print(f"WARNING: {script} not found: no BLEU", file=sys.stderr)
         return None
     proc = subprocess.run(["bash", str(script), str(data), str(ckpt_dir), "--subset", subset,
-                           "--user-dir", str(USER_DIR)], capture_output=True, text=True)
+                           "--checkpoint", checkpoint, "--user-dir", str(USER_DIR)],
+                          capture_output=True, text=True)
     log.write_text(proc.stdout + proc.stderr)
     m = re.search(r"^BLEU = ([\d.]+)", proc.stdout, re.M)
     if proc.returncode != 0 or not m:
-        print(f"WARNING: evaluate.sh failed for {ckpt_dir} (log: {log}):\n"
+        print(f"WARNING: evaluate.sh failed for {ckpt} (log: {log}):\n"
               + "\n".join((proc.stdout + proc.stderr).splitlines()[-15:]), file=sys.stderr)
         return None
-    print(f"[{ckpt_dir.parent.name}] {m.group(0)}")
+    print(f"[{ckpt_dir.parent.name}] {stem}: {m.group(0)}", flush=True)
     return float(m.group(1))
+
+
+def bleu_curve(data, ckpt_dir, curve):
+    """Test BLEU of every epoch checkpoint (checkpointE.pt) of a run, and of its
+    checkpoint_last.pt when the run ended inside an epoch (--max-update), as points of its
+    curve: {epoch, updates, boss_tokens, wall, bleu}, in update order."""
+    by_epoch = {p["epoch"]: p for p in curve}  # an epoch's last validation: its end
+    todo = []
+    for path in ckpt_dir.glob("checkpoint*.pt"):
+        m = re.fullmatch(r"checkpoint(\d+)\.pt", path.name)
+        if m and int(m.group(1)) in by_epoch:
+            todo.append((by_epoch[int(m.group(1))], path.name))
+    if curve and curve[-1]["updates"] not in {p["updates"] for p, _ in todo} and (
+            ckpt_dir / "checkpoint_last.pt").exists():
+        todo.append((curve[-1], "checkpoint_last.pt"))
+    points = []
+    for p, name in sorted(todo, key=lambda t: t[0]["updates"]):
+        bleu = run_bleu(data, ckpt_dir, checkpoint=name)
+        if bleu is not None:
+            points.append({k: p[k] for k in ("epoch", "updates", "boss_tokens", "wall")}
+                          | {"bleu": bleu})
+    return points
 
 
 # -- comparison ----------------------------------------------------------------------------
@@ -441,8 +559,94 @@ def mean(values):
 
 
 # -- outputs -------------------------------------------------------------------------------
-def plot_curves(curves, per_seed, path, aa_run="autoassist"):
-    """Validation loss against Boss tokens and against wall time (cf. the paper's Fig. 4)."""
+def value_at(points, key, x, value="valid_loss"):
+    """*value* of *points* at points[key] == x, linear between measurements (None outside)."""
+    pts = [(p[key], p[value]) for p in points if p.get(key) is not None]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x0 <= x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y1
+    return pts[0][1] if len(pts) == 1 and pts[0][0] == x else None
+
+
+def crossing(points, key, target, value="valid_loss", lower_is_better=True):
+    """points[key] where *value* first reaches *target*, linear between the measurement
+    before and the first one at or past it; the first measurement if that one already is
+    (None if never reached)."""
+    sign = 1 if lower_is_better else -1
+    pts = [(p[key], sign * p[value]) for p in points if p.get(key) is not None]
+    goal = sign * target
+    for i, (x, y) in enumerate(pts):
+        if y <= goal:
+            if i == 0:
+                return x
+            x0, y0 = pts[i - 1]
+            return x0 + (x - x0) * (y0 - goal) / (y0 - y) if y0 != y else x
+    return None
+
+
+def arm_metrics(curve, bleus, base_curve, base_bleus, equal_tokens, equal_wall):
+    """One arm's figures against its seed's baseline (the baseline's own included)."""
+    target_loss = min(p["valid_loss"] for p in base_curve)
+    final_bleu = base_bleus[-1]["bleu"] if base_bleus else None
+    target_bleu = None if final_bleu is None else final_bleu - BLEU_MARGIN
+    end = curve[-1]
+    out = {"final": {k: end[k] for k in ("epoch", "updates", "boss_tokens", "wall",
+                                          "valid_loss")},
+           "final_bleu": bleus[-1]["bleu"] if bleus else None,
+           "equal_tokens": equal_tokens, "equal_wall": equal_wall,
+           "valid_loss_at_equal_tokens": value_at(curve, "boss_tokens", equal_tokens),
+           "valid_loss_at_equal_wall": value_at(curve, "wall", equal_wall),
+           "bleu_at_equal_tokens": value_at(bleus, "boss_tokens", equal_tokens, "bleu"),
+           "bleu_at_equal_wall": value_at(bleus, "wall", equal_wall, "bleu"),
+           "target_loss": target_loss, "target_bleu": target_bleu,
+           "tokens_to_target_loss": crossing(curve, "boss_tokens", target_loss),
+           "wall_to_target_loss": crossing(curve, "wall", target_loss),
+           "tokens_to_target_bleu": None if target_bleu is None else crossing(
+               bleus, "boss_tokens", target_bleu, "bleu", lower_is_better=False),
+           "wall_to_target_bleu": None if target_bleu is None else crossing(
+               bleus, "wall", target_bleu, "bleu", lower_is_better=False)}
+    base = {"tokens_to_target_loss": crossing(base_curve, "boss_tokens", target_loss),
+            "wall_to_target_loss": crossing(base_curve, "wall", target_loss),
+            "tokens_to_target_bleu": None if target_bleu is None else crossing(
+                base_bleus, "boss_tokens", target_bleu, "bleu", lower_is_better=False),
+            "wall_to_target_bleu": None if target_bleu is None else crossing(
+                base_bleus, "wall", target_bleu, "bleu", lower_is_better=False)}
+    for key, value in base.items():
+        out[key + "_ratio"] = ratio(out[key], value)
+    return out
+
+
+def random_rates(records):
+    """The per-epoch token acceptance of an Assistant arm's log, as --assistant-random-rates
+    (each in (0, 1], 4 decimals; epochs in order)."""
+    epochs = sorted((r for r in records if r["tag"] == "train" and "aa_accept_tok" in r),
+                    key=lambda r: r["num_updates"])
+    if not epochs:
+        raise BenchmarkError("the AutoAssist arm's log has no aa_accept_tok on its train lines: "
+                             "cannot set the random control's rates")
+    return ",".join(f"{min(1.0, max(1e-4, r['aa_accept_tok'])):.4f}" for r in epochs)
+
+
+def diagnose_run(data, ckpt_dir, labels):
+    """autoassist-diagnose of a run's checkpoint_last.pt with noise labels (cached in
+    OUT/<run>/diagnosis.json while newer than the checkpoint); None on failure, shown."""
+    ckpt, out = ckpt_dir / "checkpoint_last.pt", ckpt_dir.parent / "diagnosis.json"
+    if out.exists() and ckpt.exists() and out.stat().st_mtime > ckpt.stat().st_mtime:
+        return json.loads(out.read_text())
+    proc = subprocess.run([sys.executable, "-m", "autoassist_fairseq.diagnose", "--data",
+                           str(data), "--checkpoint", str(ckpt), "--noise-labels", str(labels),
+                           "--out", str(out)], capture_output=True, text=True, cwd=REPO)
+    if proc.returncode != 0:
+        print(f"WARNING: autoassist-diagnose failed for {ckpt}:\n"
+              + "\n".join(proc.stderr.splitlines()[-10:]), file=sys.stderr)
+        return None
+    return json.loads(out.read_text())
+
+
+# -- outputs -------------------------------------------------------------------------------
+def plot_curves(curves, bleu_curves, per_seed, path, arms):
+    """Validation loss (and test BLEU, when measured) against Boss tokens and against wall
+    time, every arm in the same plot (cf. the paper's Fig. 4)."""
     import logging
 
     logging.getLogger("matplotlib").setLevel(logging.WARNING)
@@ -450,21 +654,32 @@ def plot_curves(curves, per_seed, path, aa_run="autoassist"):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    rows = [("valid_loss", curves, "validation loss (base 2)")]
+    if any(bleu_curves.values()):
+        rows.append(("bleu", bleu_curves, "test BLEU"))
+    fig, axes = plt.subplots(len(rows), 2, figsize=(11, 4.2 * len(rows)), squeeze=False)
     styles = ["-", "--", ":", "-."]
-    for ax, key, label in ((axes[0], "boss_tokens", "Boss tokens trained (non-padding src+tgt)"),
-                           (axes[1], "wall", "wall-clock time (s)")):
-        for i, s in enumerate(per_seed):
-            for kind, color in (("baseline", "tab:blue"), (aa_run, "tab:red")):
-                pts = [p for p in curves[f"{kind}-s{s['seed']}"] if p[key] is not None]
-                ax.plot([p[key] for p in pts], [p["valid_loss"] for p in pts], marker="o",
-                        ms=3, color=color, ls=styles[i % 4], label=f"{kind} (seed {s['seed']})")
-            ax.axhline(s["target_loss"], color="gray", ls="--", lw=1,
-                       label="target: baseline best" if i == 0 else None)
-        ax.set_xlabel(label)
-        ax.set_ylabel("validation loss (base 2)")
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    colors = {arm: f"C{i}" for i, arm in enumerate(arms)}
+    for r, (value, source, ylabel) in enumerate(rows):
+        for c, (key, xlabel) in enumerate((("boss_tokens", "Boss tokens (non-padding src+tgt)"),
+                                           ("wall", "wall-clock time (s)"))):
+            ax = axes[r][c]
+            for i, s in enumerate(per_seed):
+                for arm in arms:
+                    pts = [p for p in source.get(f"{arm}-s{s['seed']}", []) if p[key] is not None]
+                    if pts:
+                        ax.plot([p[key] for p in pts], [p[value] for p in pts], marker="o",
+                                ms=3, color=colors[arm], ls=styles[i % 4],
+                                label=f"{arm} (seed {s['seed']})")
+                target = s["target_loss"] if value == "valid_loss" else s.get("target_bleu")
+                if target is not None:
+                    ax.axhline(target, color="gray", ls="--", lw=1, label=(
+                        "target: baseline best" if value == "valid_loss" else
+                        f"target: baseline final - {BLEU_MARGIN}") if i == 0 else None)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3)
+        axes[r][0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -475,13 +690,43 @@ def fmt(value, spec=".3f"):
     return "n/a" if value is None else format(value, spec)
 
 
+def arm_rows(arms_of_seed, label):
+    """Markdown rows of the equal-compute table for one seed (or the means)."""
+    rows = []
+    for arm, m in arms_of_seed.items():
+        noise = m.get("noise") or {}
+        rows.append(
+            f"| {label} | {arm} | {fmt(m.get('epochs_trained'), '.2f')} | "
+            f"{fmt(m['final']['updates'], '.0f')} | {fmt(m['final']['boss_tokens'], '.3g')} | "
+            f"{fmt(m['final']['wall'], '.0f')} | {fmt(m['valid_loss_at_equal_tokens'])} | "
+            f"{fmt(m['valid_loss_at_equal_wall'])} | {fmt(m['bleu_at_equal_tokens'], '.2f')} | "
+            f"{fmt(m['bleu_at_equal_wall'], '.2f')} | "
+            f"{fmt(m['tokens_to_target_loss_ratio'])} / {fmt(m['wall_to_target_loss_ratio'])} | "
+            f"{fmt(m['tokens_to_target_bleu_ratio'])} / {fmt(m['wall_to_target_bleu_ratio'])} | "
+            f"{fmt(m.get('other_cpu_share'), '.1%')} | {fmt(noise.get('skipped'), '.1%')} / "
+            f"{fmt(noise.get('trained'), '.1%')} |")
+    return rows
+
+
 def write_markdown(results, path):
-    """results.md: one table row per seed plus the mean."""
-    rows = ["| seed | target loss | tokens to target (AA/base) | time to target (AA/base) | "
-            "updates to target (AA/base) | BLEU base | BLEU AA | Boss tokens saved | "
-            "final loss AA / base at AA's tokens | accept tok (last ep.) | "
-            "Assistant acc / chance | Boss wait share |",
-            "|" + "---|" * 12]
+    """results.md: the equal-compute table of every arm, then the baseline-vs-AutoAssist
+    table of earlier versions (one row per seed plus the mean)."""
+    m = results
+    rows = ["## Every arm at equal compute", "",
+            f"Budget: {m['budget']}", "",
+            "| seed | arm | epochs | updates | Boss tokens | wall (s) | loss @ equal tokens | "
+            "loss @ equal wall | BLEU @ equal tokens | BLEU @ equal wall | to target loss: "
+            "tokens / wall vs base | to base BLEU - 0.2: tokens / wall vs base | other CPU | "
+            "noise skipped / trained |", "|" + "---|" * 14]
+    for s in results["per_seed"]:
+        rows += arm_rows(s["arms"], s["seed"])
+    rows += arm_rows(results["arms"], "**mean**")
+    rows += ["", "## AutoAssist vs baseline", "",
+             "| seed | target loss | tokens to target (AA/base) | time to target (AA/base) | "
+             "updates to target (AA/base) | BLEU base | BLEU AA | Boss tokens saved | "
+             "final loss AA / base at AA's tokens | accept tok (last ep.) | "
+             "Assistant acc / chance | Boss wait share |",
+             "|" + "---|" * 12]
     for s in results["per_seed"]:
         note = "" if s["target_reached"] else " (not reached)"
         rows.append(f"| {s['seed']} | {s['target_loss']:.3f} | {fmt(s['tokens_to_target_ratio'])}"
@@ -493,92 +738,214 @@ def write_markdown(results, path):
                     f"{fmt(s['accept_tok_last_epoch'])} | "
                     f"{fmt(s['assistant_acc'])} / {fmt(s['assistant_acc_chance'])} | "
                     f"{fmt(s['wait_share'], '.1%')} |")
-    m = results
     rows.append(f"| **mean** | | {fmt(m['tokens_to_target_ratio'])} | "
                 f"{fmt(m['time_to_target_ratio'])} | {fmt(m['updates_to_target_ratio'])} | "
                 f"{fmt(m['bleu_baseline'], '.2f')} | "
                 f"{fmt(m['bleu_autoassist'], '.2f')} | {fmt(m['tokens_saved_share'], '.1%')} "
                 "| | | | |")
     machine = ", ".join(f"{k} {v}" for k, v in m["machine"].items())
-    title = "# AutoAssist vs baseline" + (f" (variant {m['variant']}: "
-                                          f"`{shlex.join(m['autoassist_args'])}`)"
-                                          if m.get("variant") else "")
-    other = [f"seed {s['seed']}: baseline {fmt(s.get('other_cpu_share_baseline'), '.1%')}, "
-             f"AutoAssist {fmt(s.get('other_cpu_share_autoassist'), '.1%')}"
-             for s in results["per_seed"]]
+    title = "# Equal-compute benchmark" + (f" (variant {m['variant']}: "
+                                           f"`{shlex.join(m['autoassist_args'])}`)"
+                                           if m.get("variant") else "")
+    other = [f"seed {s['seed']}: " + ", ".join(
+        f"{arm} {fmt(a.get('other_cpu_share'), '.1%')}" for arm, a in s["arms"].items())
+        for s in results["per_seed"]]
     pace = [f"seed {s['seed']}: baseline {fmt(s.get('wall_per_mtok_baseline'), '.1f')}, "
             f"AutoAssist {fmt(s.get('wall_per_mtok_autoassist'), '.1f')}"
             for s in results["per_seed"]]
     rows += ["", "Wall seconds per million Boss tokens: " + "; ".join(pace) + ".",
              "", "Other CPU during the runs: " + "; ".join(other) + "."]
+    arms = [f"- `{arm}`: `{shlex.join(a['args'])}`" for arm, a in m["arm_args"].items()]
     text = [title, "", f"Date: {m['date']}  ", f"Machine: {machine}  ",
             f"Config: `{m['config']}`, data: `{m['data']}`", "", "```", shlex.join(m["command"]),
-            "```", "", *rows, "", m["notes"], ""]
+            "```", "", "Arms (flags beyond the config):", *arms, "", *rows, "", m["notes"], ""]
     Path(path).write_text("\n".join(text))
 
 
-NOTES = ("Target = the baseline's best validation loss within the budget; a run reaches it at "
-         "its first validation at or below it (no interpolation). Boss tokens = non-padding "
-         "source+target tokens (EOS included) through forward/backward: AutoAssist's from "
-         "`aa_boss_tok` in its log, the baseline's recomputed from the train set with fairseq's "
-         "batching. Wall = fairseq's `wall` (whole seconds since the start of training, "
-         "validations and checkpoint saves included) on the train line of the validation's "
-         "epoch. Boss tokens saved = 1 - AutoAssist's Boss tokens / (the baseline's tokens per "
-         "epoch x AutoAssist's epochs, a last partial epoch as its share of updates done). "
-         "Final loss AA / base at AA's tokens = AutoAssist's last validation loss, and the "
-         "baseline's at the same Boss tokens (linear between its validations): lower on "
-         "the left means AutoAssist learns more per Boss token. Wait share = sum of "
-         "`aa_wait_s` / sum of `train_wall` over the epochs. Other CPU = the share of the "
-         "machine's CPU time (/proc/stat) used by processes outside the run while it trained: "
-         "above a few percent, its wall times are slowed by other work. Means are n/a "
-         "when a seed has no value (e.g. target not reached). BLEU: scripts/evaluate.sh on "
-         "checkpoint_best.pt, --subset test (sacreBLEU signature in OUT/<run>/checkpoints/"
-         "bleu.log).")
+NOTES = ("Equal compute: the baseline trains first (the config's --max-epoch, or the "
+         "budget given); every other arm gets --max-update = the baseline's final update "
+         "count and no --max-epoch, so update-counting LR schedules are the same in every arm "
+         "and, with batches filled to --max-tokens, the Boss tokens are about equal (the "
+         "table gives the actual ones). Boss tokens = non-padding source+target tokens (EOS "
+         "included) through forward/backward: an Assistant arm's from `aa_boss_tok` in its "
+         "log, the baseline's recomputed from the train set with fairseq's batching. Wall = "
+         "fairseq's `wall` (whole seconds since the start of training, validations and "
+         "checkpoint saves included) on the train line of the validation's epoch. Equal tokens "
+         "/ equal wall = the smallest final Boss tokens / wall of the seed's arms; values "
+         "there are linear between the measurements around them. Target loss = the "
+         "baseline's best validation loss; target BLEU = the baseline's final test BLEU "
+         f"minus {BLEU_MARGIN}; tokens/wall to a target = where the curve first reaches it, "
+         "linear between the measurement before and the first one at or past it (ratios: "
+         "arm / baseline). BLEU: scripts/evaluate.sh (beam 4, detokenised sacreBLEU, test "
+         "set) on every epoch checkpoint and on the last checkpoint (sacreBLEU signatures in "
+         "OUT/<run>/checkpoints/bleu-*.log). The random arm accepts at AutoAssist's "
+         "measured per-epoch token acceptance (`aa_accept_tok`). AutoAssist vs baseline table: "
+         "as earlier versions (first validation at or below the target, no interpolation; "
+         "BLEU of checkpoint_best.pt; Boss tokens saved = 1 - AutoAssist's Boss tokens / "
+         "(the baseline's tokens per epoch x AutoAssist's epochs); wait share = sum of "
+         "`aa_wait_s` / sum of `train_wall`). Other CPU = the share of the machine's CPU time "
+         "(/proc/stat) used by processes outside the run while it trained: above a few "
+         "percent, its wall times are slowed by other work. Noise skipped / trained = the "
+         "share of noisy Boss tokens among those the arm's last Assistant would skip / train "
+         "(autoassist-diagnose; the baseline trains the corpus share). Means are n/a when "
+         "a seed has no value.")
+
+
+def parse_arm(text):
+    """'NAME=ARGS' of --arm -> (NAME, [args])."""
+    name, sep, args = text.partition("=")
+    if not sep or not re.fullmatch(r"[A-Za-z0-9_.]+", name):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected NAME=\"fairseq args\" with NAME of letters, digits, '_' or '.'"
+            " (e.g. learnable=\"--assistant-rule learnable\")")
+    return name, shlex.split(args)
+
+
+EPILOG = """example (Multi30k, two seeds, the control and two more arms):
+  python scripts/benchmark.py --data work/multi30k --config multi30k/transformer_small \\
+      --out work/bench-m30k --seed 1 2 --max-epoch 12 \\
+      --arm learnable="--assistant-rule learnable" \\
+      --arm anneal="--assistant-anneal 0.125"
+Rerun the same command to continue after an interruption: finished runs are reused."""
 
 
 def parse_cli(argv):
     """The command line of benchmark.py."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", required=True, type=Path)
-    p.add_argument("--config", required=True, help="configs/**/NAME.args name, or a path")
-    p.add_argument("--out", required=True, type=Path)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True, type=Path,
+                   help="a data directory written by scripts/prepare-corpus.sh (fairseq data, "
+                        "features, raw references); its language pair is used")
+    p.add_argument("--config", required=True,
+                   help="configs/**/NAME.args name (e.g. multi30k/transformer_small), or a path")
+    p.add_argument("--out", required=True, type=Path,
+                   help="output directory: one folder per run, results.json/.md, curves.png")
     budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--max-epoch", type=int)
-    budget.add_argument("--max-update", type=int)
+    budget.add_argument("--max-epoch", type=int,
+                        help="the baseline's epochs (default: the config's --max-epoch)")
+    budget.add_argument("--max-update", type=int, help="the baseline's updates")
+    budget.add_argument("--budget-tokens", type=float,
+                        help="the baseline's Boss tokens (non-padding src+tgt), turned into "
+                             "updates with its tokens per update (default: what the config's "
+                             "--max-epoch gives)")
     p.add_argument("--seed", type=int, nargs="+", help="seeds (default: the config's, or 1)")
-    p.add_argument("--extra-args", default="", help="more fairseq-train flags, both runs")
-    p.add_argument("--autoassist-args", default="", help="more flags for the AutoAssist run")
+    p.add_argument("--extra-args", default="", help="more fairseq-train flags, every arm")
+    p.add_argument("--autoassist-args", default="",
+                   help="more flags for the autoassist arm only")
+    p.add_argument("--arm", action="append", type=parse_arm, default=[], metavar='NAME="ARGS"',
+                   help="one more --task autoassist_translation arm with these flags "
+                        "(repeatable); runs NAME-s<seed>")
     p.add_argument("--variant", default="", help="name of these --autoassist-args: runs "
-                   "autoassist-NAME-s<seed>, writes results-NAME.*, shares the baseline runs")
-    p.add_argument("--skip-bleu", action="store_true", help="no test BLEU (evaluate.sh)")
+                   "autoassist-NAME-s<seed> and random-NAME-s<seed>, writes results-NAME.*, "
+                   "shares the baseline runs")
+    p.add_argument("--no-random", action="store_true",
+                   help="leave out the random-skip control arm")
+    p.add_argument("--skip-bleu", action="store_true",
+                   help="no test BLEU (evaluate.sh); epoch checkpoints follow the config")
+    p.add_argument("--noise-labels", type=Path, default=None,
+                   help="labels of the raw training pairs (scripts/add_noise.py), for the noise "
+                        "report (default: DATA/train.noise-labels when present; needs "
+                        "DATA/train.kept-lines)")
     return p.parse_args(argv)
 
 
-def benchmark_seed(seed, data, out, tokens, budget, extra, aa_extra, skip_bleu, aa_run):
-    """Train (or reuse) baseline then AutoAssist for one seed: their curves and a result row."""
-    logs, names = {}, {"baseline": f"baseline-s{seed}", "autoassist": f"{aa_run}-s{seed}"}
-    for kind, name in names.items():
-        args = build_run_args(tokens, kind, seed, out / name / "checkpoints", budget, extra,
-                              aa_extra)
-        logs[kind] = parse_log(run_training(name, data, args, out))
-    base_args = build_run_args(tokens, "baseline", seed, out, budget, extra, [])
-    counts, update_freq = baseline_batches(data, base_args, seed)
-    curves = {
-        f"baseline-s{seed}": build_curve(logs["baseline"], lambda e, u, _: baseline_tokens_at(
-            counts, update_freq, seed, e, u)),
-        names["autoassist"]: build_curve(logs["autoassist"], lambda e, u, train: (
-            int(train["aa_boss_tok"]) if "aa_boss_tok" in train else None, None))}
+def updates_for_tokens(counts, update_freq, tokens):
+    """Baseline updates that train about *tokens* Boss tokens (its mean tokens per update
+    of an epoch; at least 1)."""
+    per_epoch = math.ceil(len(counts) / update_freq[0])
+    return max(1, round(tokens / (counts[:, 0].sum() / per_epoch)))
+
+
+def benchmark_seed(seed, ctx):
+    """Train (or reuse) every arm of one seed: their curves, BLEU curves and a result row."""
+    data, out, tokens, extra = ctx["data"], ctx["out"], ctx["tokens"], ctx["extra"]
+    langs, keep = ctx["langs"], not ctx["skip_bleu"]
+    base_name = f"baseline-s{seed}"
+    probe = build_run_args(tokens, "baseline", seed, out, ctx["budget"], extra, [], langs)
+    counts, update_freq = baseline_batches(data, probe, seed)
+    budget = ctx["budget"]
+    if ctx["budget_tokens"]:
+        budget = ["--max-update", str(updates_for_tokens(counts, update_freq,
+                                                         ctx["budget_tokens"]))]
+    args = {"baseline": build_run_args(tokens, "baseline", seed, out / base_name / "checkpoints",
+                                       budget, extra, [], langs, keep)}
+    logs = {"baseline": parse_log(run_training(base_name, data, args["baseline"], out))}
+    updates = int(max(r["num_updates"] for r in logs["baseline"] if r["tag"] == "train"))
+    arm_budget = ["--max-update", str(updates)]
+    for arm, arm_args in ctx["arms"].items():
+        if arm == ctx["random_run"]:  # the control skips at AutoAssist's measured rates
+            arm_args = arm_args + ["--assistant-random-rates",
+                                   random_rates(logs[ctx["aa_run"]])]
+        name = f"{arm}-s{seed}"
+        args[arm] = build_run_args(tokens, arm, seed, out / name / "checkpoints", arm_budget,
+                                   extra, arm_args, langs, keep)
+        logs[arm] = parse_log(run_training(name, data, args[arm], out))
+
+    curves = {"baseline": build_curve(logs["baseline"], lambda e, u, _: baseline_tokens_at(
+        counts, update_freq, seed, e, u))}
+    for arm in ctx["arms"]:
+        curves[arm] = build_curve(logs[arm], lambda e, u, train: (
+            int(train["aa_boss_tok"]) if "aa_boss_tok" in train else None, None))
     if not all(curves.values()):
         raise BenchmarkError(f"no validation lines in the train.log files of seed {seed} in {out}")
-    row = {"seed": seed, **compare(*curves.values()),
-           **assistant_stats(logs["autoassist"], int(counts[:, 0].sum())),
+    bleus = {arm: [] if ctx["skip_bleu"] else bleu_curve(
+        data, out / f"{arm}-s{seed}" / "checkpoints", curves[arm]) for arm in curves}
+    equal_tokens = min(c[-1]["boss_tokens"] for c in curves.values()
+                       if c[-1]["boss_tokens"] is not None)
+    equal_wall = min(c[-1]["wall"] for c in curves.values() if c[-1]["wall"] is not None)
+    noise_corpus = None
+    arms = {}
+    for arm in curves:
+        m = arm_metrics(curves[arm], bleus[arm], curves["baseline"], bleus["baseline"],
+                        equal_tokens, equal_wall)
+        m["epochs_trained"] = epochs_trained(logs[arm])
+        m["other_cpu_share"] = other_cpu_share(out / f"{arm}-s{seed}" / "cpu.json")
+        if ctx["noise_labels"] and arm != "baseline":
+            d = diagnose_run(data, out / f"{arm}-s{seed}" / "checkpoints", ctx["noise_labels"])
+            m["noise"] = d and d["noise"]["assistant"]
+            m["verdict"] = d and d["verdict"]
+            noise_corpus = noise_corpus or (d and d["noise"]["assistant"]["corpus"])
+        arms[arm] = m
+    if ctx["noise_labels"]:  # uniform batches train every pair: the corpus share
+        arms["baseline"]["noise"] = {"skipped": None, "trained": noise_corpus,
+                                     "corpus": noise_corpus}
+
+    aa = ctx["aa_run"]
+    row = {"seed": seed, **compare(curves["baseline"], curves[aa]),
+           **assistant_stats(logs[aa], int(counts[:, 0].sum())),
            "baseline_tokens_per_epoch": int(counts[:, 0].sum()),
            "baseline_padded_tokens_per_epoch": int(counts[:, 1].sum()),
-           "baseline_batches_per_epoch": len(counts)}
-    for kind, name in names.items():
-        row[f"other_cpu_share_{kind}"] = other_cpu_share(out / name / "cpu.json")
-        row[f"bleu_{kind}"] = None if skip_bleu else run_bleu(data, out / name / "checkpoints")
-    return curves, row
+           "baseline_batches_per_epoch": len(counts), "budget_updates": updates,
+           "target_bleu": arms["baseline"]["target_bleu"], "arms": arms}
+    for kind, arm in (("baseline", "baseline"), ("autoassist", aa)):
+        row[f"other_cpu_share_{kind}"] = arms[arm]["other_cpu_share"]
+        row[f"bleu_{kind}"] = None if ctx["skip_bleu"] else best_bleu(
+            data, out / f"{arm}-s{seed}" / "checkpoints", curves[arm], bleus[arm])
+    named = {f"{arm}-s{seed}": c for arm, c in curves.items()}
+    return named, {f"{arm}-s{seed}": b for arm, b in bleus.items()}, row, args
+
+
+def best_bleu(data, ckpt_dir, curve, bleus):
+    """BLEU of checkpoint_best.pt: its epoch checkpoint's when scored (same weights: the
+    first validation at the best loss), else evaluate.sh on checkpoint_best.pt."""
+    best = min(curve, key=lambda p: p["valid_loss"])
+    same = [b["bleu"] for b in bleus if b["updates"] == best["updates"]]
+    return same[0] if same else run_bleu(data, ckpt_dir)
+
+
+def mean_arms(per_seed):
+    """Per arm, the mean over seeds of each figure (None when a seed has none)."""
+    arms = {}
+    for arm in per_seed[0]["arms"]:
+        rows = [s["arms"][arm] for s in per_seed if arm in s["arms"]]
+        m = {k: mean([r[k] for r in rows]) for k, v in rows[0].items()
+             if isinstance(v, (int, float)) or v is None}
+        m["final"] = {k: mean([r["final"][k] for r in rows]) for k in rows[0]["final"]}
+        if "noise" in rows[0]:
+            m["noise"] = {k: mean([(r["noise"] or {}).get(k) for r in rows])
+                          for k in ("skipped", "trained", "corpus")}
+        arms[arm] = m
+    return arms
 
 
 def main(argv=None):
@@ -593,22 +960,51 @@ def main(argv=None):
     seeds = a.seed or [int(get_flag(tokens + extra, "--seed", default=1))]
     budget = (["--max-epoch", str(a.max_epoch)] if a.max_epoch else
               ["--max-update", str(a.max_update)] if a.max_update else [])
-    if not budget and get_flag(tokens + extra, "--max-epoch", "--max-update") is None:
-        raise BenchmarkError("no budget: give --max-epoch or --max-update (the config has none)")
-    infer_langs(data, tokens + extra)  # fail early on an unknown language pair
+    if (not budget and not a.budget_tokens
+            and get_flag(tokens + extra, "--max-epoch", "--max-update") is None):
+        raise BenchmarkError("no budget: give --max-epoch, --max-update or --budget-tokens "
+                             "(the config has none)")
+    if a.budget_tokens is not None and a.budget_tokens <= 0:
+        raise BenchmarkError(f"--budget-tokens {a.budget_tokens}: must be > 0")
+    langs = data_langs(data, tokens, extra)  # fail early on an unknown language pair
     if a.variant and not re.fullmatch(r"[A-Za-z0-9_.]+", a.variant):
         raise BenchmarkError(f"--variant {a.variant!r}: use letters, digits, '_' or '.' only")
-    aa_run = "autoassist" + (f"-{a.variant}" if a.variant else "")
     suffix = f"-{a.variant}" if a.variant else ""
-    curves, per_seed = {}, []
+    aa_run, random_run = "autoassist" + suffix, "random" + suffix
+    arms = {aa_run: aa_extra}
+    if not a.no_random:
+        arms[random_run] = ["--assistant-rule", "random"]
+    for name, arm_args in a.arm:
+        if name in arms or name == "baseline" or name.startswith(("autoassist", "random")):
+            raise BenchmarkError(f"--arm {name}: the name is taken (baseline, autoassist*, "
+                                 "random*) or given twice: choose another")
+        arms[name] = arm_args
+    labels = a.noise_labels or (data / "train.noise-labels")
+    if a.noise_labels and not labels.exists():
+        raise BenchmarkError(f"--noise-labels {labels} not found")
+    if labels.exists() and not (data / "train.kept-lines").exists():
+        raise BenchmarkError(f"{data}/train.kept-lines not found: the noise labels follow the "
+                             "raw lines; rerun scripts/prepare-corpus.sh to write it")
+    ctx = {"data": data, "out": out, "tokens": tokens, "extra": extra, "langs": langs,
+           "budget": budget, "budget_tokens": a.budget_tokens, "arms": arms,
+           "aa_run": aa_run, "random_run": None if a.no_random else random_run,
+           "skip_bleu": a.skip_bleu, "noise_labels": labels if labels.exists() else None}
+    curves, bleu_curves, per_seed, run_args = {}, {}, [], {}
     for seed in seeds:
-        seed_curves, row = benchmark_seed(seed, data, out, tokens, budget, extra, aa_extra,
-                                          a.skip_bleu, aa_run)
+        seed_curves, seed_bleus, row, args = benchmark_seed(seed, ctx)
         curves.update(seed_curves)
+        bleu_curves.update(seed_bleus)
         per_seed.append(row)
+        run_args = run_args or args
     results = {key: mean([s[key] for s in per_seed]) for key in (
         "tokens_to_target_ratio", "time_to_target_ratio", "updates_to_target_ratio",
         "bleu_baseline", "bleu_autoassist", "tokens_saved_share")}
+    budget_text = (f"baseline: {shlex.join(budget) if budget else 'the config'}"
+                   + (f", --budget-tokens {a.budget_tokens:g} as --max-update"
+                      if a.budget_tokens else "")
+                   + "; other arms: --max-update = the baseline's updates ("
+                   + ", ".join(f"seed {s['seed']}: {s['budget_updates']}" for s in per_seed)
+                   + ")")
     results.update(
         per_seed=per_seed, curves=curves,
         command=[sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv)),
@@ -618,13 +1014,18 @@ def main(argv=None):
         config=str(config), data=str(data), notes=NOTES, variant=a.variant,
         autoassist_args=aa_extra,
         wall_source="fairseq 'wall' of the train line of the validation's epoch (whole "
-                    "seconds since training start, validations and checkpoint saves included)")
+                    "seconds since training start, validations and checkpoint saves included)",
+        arms=mean_arms(per_seed), bleu_curves=bleu_curves, budget=budget_text,
+        languages=list(langs), noise_labels=str(ctx["noise_labels"] or "") or None,
+        arm_args={"baseline": {"args": ["--task", "translation"]}} | {
+            arm: {"args": arm_args} for arm, arm_args in arms.items()},
+        run_args=run_args)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{stem}{suffix}.{ext}"
              for stem, ext in (("results", "json"), ("results", "md"), ("curves", "png"))]
     paths[0].write_text(json.dumps(results, indent=2) + "\n")
     write_markdown(results, paths[1])
-    plot_curves(curves, per_seed, paths[2], aa_run)
+    plot_curves(curves, bleu_curves, per_seed, paths[2], ["baseline", *arms])
     print(paths[1].read_text())
     print("written: " + ", ".join(map(str, paths)))
     return results

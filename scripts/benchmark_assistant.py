@@ -101,14 +101,21 @@ print(json.dumps({{'before': before, 'mapped': mapped, 'scored': scored}}))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=1_000_000)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python scripts/benchmark_assistant.py --pairs 100000 "
+               "--out /tmp/assistant_100k.json")
+    parser.add_argument("--pairs", type=int, default=1_000_000,
+                        help="pairs of the generated corpus (default 1000000)")
     parser.add_argument("--out", default=None, help="write the figures to this JSON file")
-    parser.add_argument("--workdir", default=None, help="keep the corpus here")
+    parser.add_argument("--workdir", default=None,
+                        help="keep the corpus here (default: a temporary directory, removed)")
     parser.add_argument("--data", default=None, help="a prepared data directory instead of "
                         "a generated corpus (its train split)")
-    parser.add_argument("-s", "--source-lang", default=None)
-    parser.add_argument("-t", "--target-lang", default=None)
+    parser.add_argument("-s", "--source-lang", default=None,
+                        help="source language of --data (required with --data)")
+    parser.add_argument("-t", "--target-lang", default=None,
+                        help="target language of --data (required with --data)")
     args = parser.parse_args()
     if args.data and not (args.source_lang and args.target_lang):
         parser.error("--data needs --source-lang and --target-lang")

@@ -24,12 +24,19 @@ def padding(batches, src, tgt):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data")
-    parser.add_argument("--source-lang", "-s", required=True)
-    parser.add_argument("--target-lang", "-t", required=True)
-    parser.add_argument("--max-tokens", type=int, default=4096)
-    parser.add_argument("--windows", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python scripts/benchmark_padding.py work/multi30k/data "
+               "--source-lang en --target-lang de --windows 2048 4096")
+    parser.add_argument("data", help="data directory written by fairseq-preprocess "
+                                     "(its train split is used)")
+    parser.add_argument("--source-lang", "-s", required=True, help="source language")
+    parser.add_argument("--target-lang", "-t", required=True, help="target language")
+    parser.add_argument("--max-tokens", type=int, default=4096,
+                        help="tokens per batch, as fairseq-train's --max-tokens (default 4096)")
+    parser.add_argument("--windows", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384],
+                        help="--assistant-window sizes to compare "
+                             "(default 1024 2048 4096 8192 16384)")
     args = parser.parse_args()
     sides = []
     for lang in (args.source_lang, args.target_lang):

@@ -90,8 +90,10 @@ def render(path: str) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("configs", nargs="+", help="YAML config files")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python scripts/config_to_args.py --write configs/*/*.yaml")
+    parser.add_argument("configs", nargs="+", help="hydra YAML config files of configs/")
     parser.add_argument("--write", action="store_true",
                         help="write CONFIG.args next to each CONFIG.yaml instead of printing")
     args = parser.parse_args(argv)

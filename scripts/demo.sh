@@ -11,6 +11,35 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+usage() {
+    cat <<EOF
+Usage: $(basename "$0") [-h|--help]
+
+AutoAssist end to end on a CPU: sets up .venv when missing (torch==2.13.0 CPU first),
+generates a synthetic parallel corpus, prepares it with prepare-corpus.sh, trains a
+tiny Transformer with the autoassist_translation task (tensorboard logs included),
+evaluates it with evaluate.sh and prints a summary. Everything goes to DEMO_DIR; a
+second run reuses what is done (the corpus, the prepared data, the trained epochs).
+
+Options:
+  -h, --help     print this help and exit
+
+Settings (environment variables):
+  DEMO_DIR       working directory (default: work/demo in the repository)
+  DEMO_PAIRS     synthetic training pairs (default 10000)
+  DEMO_SEED      seed of the synthetic corpus (default 1)
+  DEMO_BPE       joint sentencepiece BPE size (default 2000)
+  DEMO_CONFIG    fairseq-train flags file (default configs/demo/transformer_tiny.args)
+
+Example:
+  DEMO_PAIRS=5000 DEMO_DIR=/tmp/aa-demo bash scripts/demo.sh
+EOF
+}
+
+case "${1:-}" in
+    -h|--help) usage; exit 0 ;;
+esac
 cd "$ROOT"
 
 # --- 0. environment -----------------------------------------------------------------

@@ -11,7 +11,8 @@ usage() {
     cat <<EOF
 Usage: $(basename "$0") DATA_DIR CHECKPOINT_DIR [--avg-last N] [--subset test] [--beam 4]
                    [--lenpen 0.6] [--user-dir DIR] [--checkpoint NAME] [--max-tokens N]
-                   [--source-lang SRC --target-lang TGT] [--cpu] [-- FAIRSEQ_GENERATE_ARGS...]
+                   [--source-lang SRC --target-lang TGT] [--tokenize TOK] [--cpu]
+                   [-- FAIRSEQ_GENERATE_ARGS...]
 
 DATA_DIR is a directory written by prepare-corpus.sh (fairseq data plus the raw
 references in DATA_DIR/raw/SUBSET.TGT); CHECKPOINT_DIR the --save-dir of fairseq-train.
@@ -28,10 +29,28 @@ references in DATA_DIR/raw/SUBSET.TGT); CHECKPOINT_DIR the --save-dir of fairseq
      detokenised sacreBLEU against DATA_DIR/raw/SUBSET.TGT: prints the score and the
      sacreBLEU signature.
 
---user-dir defaults to the plugin in this repository ($REPO_ROOT/autoassist_fairseq): it
-registers the autoassist_translation task and loads checkpoints on torch >= 2.6.
-Languages are read from the file names in DATA_DIR unless given. Arguments after --
-go to fairseq-generate unchanged (e.g. -- --max-len-a 1.2 --max-len-b 10).
+Options:
+  --avg-last N         average the last N checkpoints first (N > 1; default: no averaging)
+  --subset NAME        the split to translate and score: test or valid (default test)
+  --beam N             beam size of fairseq-generate (default 4)
+  --lenpen X           length penalty of fairseq-generate (default 0.6)
+  --user-dir DIR       fairseq plugin directory (default: this repository's
+                       autoassist_fairseq: it registers the autoassist_translation task
+                       and loads checkpoints on torch >= 2.6)
+  --checkpoint NAME    checkpoint file in CHECKPOINT_DIR (default checkpoint_best.pt,
+                       or checkpoint_last.pt when there is no best)
+  --max-tokens N       tokens per batch of fairseq-generate (default 8000)
+  --source-lang SRC    source language (default: read from the file names in DATA_DIR)
+  --target-lang TGT    target language (default: read from the file names in DATA_DIR)
+  --tokenize TOK       sacreBLEU tokenizer (default 13a; e.g. zh for Chinese, ja-mecab
+                       for Japanese, which needs pip install sacrebleu[ja])
+  --cpu                translate on the CPU
+  -- ARGS...           the rest goes to fairseq-generate unchanged
+                       (e.g. -- --max-len-a 1.2 --max-len-b 10)
+  -h, --help           print this help and exit
+
+Example:
+  $(basename "$0") work/multi30k/data work/multi30k/ckpt --avg-last 5 --cpu
 EOF
 }
 
@@ -39,8 +58,13 @@ EOF
 [[ $# -ge 2 ]] || { usage >&2; die "DATA_DIR and CHECKPOINT_DIR are required"; }
 DATA="$1" CKPT_DIR="$2"; shift 2
 AVG=0 SUBSET=test BEAM=4 LENPEN=0.6 USER_DIR="$REPO_ROOT/autoassist_fairseq" CKPT_NAME=
-MAX_TOKENS=8000 SRC= TGT= EXTRA=()
+MAX_TOKENS=8000 SRC= TGT= TOKENIZE=() EXTRA=()
 while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --avg-last|--subset|--beam|--lenpen|--user-dir|--checkpoint|--max-tokens|--source-lang|\
+        --target-lang|--tokenize)
+            [[ $# -ge 2 ]] || { usage >&2; die "$1 needs a value"; } ;;
+    esac
     case "$1" in
         --avg-last) AVG="$2"; shift 2 ;;
         --subset) SUBSET="$2"; shift 2 ;;
@@ -51,6 +75,7 @@ while [[ $# -gt 0 ]]; do
         --max-tokens) MAX_TOKENS="$2"; shift 2 ;;
         --source-lang) SRC="$2"; shift 2 ;;
         --target-lang) TGT="$2"; shift 2 ;;
+        --tokenize) TOKENIZE=(--tokenize "$2"); shift 2 ;;
         --cpu) EXTRA+=(--cpu); shift ;;
         --) shift; EXTRA+=("$@"); break ;;
         -h|--help) usage; exit 0 ;;
@@ -98,5 +123,6 @@ fi
 grep -h -o -E 'Translated .*|Generate .*' "$GEN_OUT.log" "$GEN_OUT" | sed 's/^/    /' || true
 
 log "detokenised sacreBLEU against $REF"
-"$PYTHON" "$REPO_ROOT/scripts/sacrebleu_score.py" --generate-output "$GEN_OUT" --ref "$REF" --hyp-out "$HYP"
+"$PYTHON" "$REPO_ROOT/scripts/sacrebleu_score.py" --generate-output "$GEN_OUT" --ref "$REF" --hyp-out "$HYP" \
+    "${TOKENIZE[@]}"
 log "done in $((SECONDS - START))s (fairseq-generate output: $GEN_OUT)"

@@ -34,10 +34,15 @@ def _relay(rank, stream):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("workers", type=int, help="number of CPU workers (ranks)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python scripts/launch_cpu_workers.py 2 -- fairseq-train data-bin \\\n"
+               "      --user-dir autoassist_fairseq --task autoassist_translation "
+               "--arch transformer --max-tokens 4096")
+    parser.add_argument("workers", type=int, help="number of CPU workers (ranks) to start")
     parser.add_argument("command", nargs=argparse.REMAINDER,
-                        help="-- fairseq-train DATA ... (without distributed flags)")
+                        help="after --, the fairseq-train command and its flags, without "
+                             "distributed flags (these are added per rank)")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if args.workers < 1 or not command:

@@ -281,14 +281,21 @@ def generate(pairs: int, seed: int, valid: int, test: int):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True, help="output directory")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python scripts/make_synthetic_corpus.py --out work/demo/raw "
+               "--pairs 12000 --seed 1")
+    parser.add_argument("--out", required=True,
+                        help="output directory for {train,valid,test}.{SRC,TGT}")
     parser.add_argument("--pairs", type=int, default=12000, help="training pairs (default 12000)")
     parser.add_argument("--valid", type=int, default=500, help="validation pairs (default 500)")
     parser.add_argument("--test", type=int, default=500, help="test pairs (default 500)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--src-lang", default="src")
-    parser.add_argument("--tgt-lang", default="tgt")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="random seed; the same seed gives the same corpus (default 1)")
+    parser.add_argument("--src-lang", default="src",
+                        help="file suffix of the English-like side (default src)")
+    parser.add_argument("--tgt-lang", default="tgt",
+                        help="file suffix of the German-like side (default tgt)")
     args = parser.parse_args(argv)
 
     splits = generate(args.pairs, args.seed, args.valid, args.test)

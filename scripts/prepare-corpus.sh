@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepare any raw parallel corpus for AutoAssist training with fairseq.
 #
-#   raw text (plain or .gz) -> clean (train only) -> joint sentencepiece BPE
+#   raw text (plain or .gz) -> drop empty / absurdly long pairs (train only) -> joint
+#   sentencepiece BPE -> length and ratio filters on the subword pieces (train only)
 #   -> fairseq-preprocess --joined-dictionary -> autoassist-features (train)
 #
 # Run with --help for the options. Finished steps are reused when run again with the
@@ -15,51 +16,112 @@ source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 usage() {
     cat <<EOF
 Usage: $(basename "$0") --src SRC --tgt TGT --train PREFIX --valid PREFIX --test PREFIX
-                         --out DIR [--bpe-size N] [--workers N]
+                         --out DIR [--bpe-size N] [--workers N] [--min-len N] [--max-len N]
+                         [--ratio R] [--absolute-ratio] [--no-ratio-filter] [--max-chars N]
 
 Reads PREFIX.SRC and PREFIX.TGT (plain text or .gz, one sentence per line, line N of
 one side translating line N of the other) for each split and writes to DIR:
 
-  DIR/raw/{train,valid,test}.{SRC,TGT}   plain text; train cleaned (pairs with an empty
-                                         side, a side outside 1-250 words or a length
-                                         ratio > 1.5 dropped, aligned), valid/test kept
-                                         as they are: the raw references for sacreBLEU
+  DIR/raw/{valid,test}.{SRC,TGT}         the valid/test text as it is: the raw
+                                         references for sacreBLEU
+  DIR/raw/train.{SRC,TGT}                the training text without the pairs that have
+                                         an empty side or a side over --max-chars
+                                         characters (the text the BPE model learns from)
   DIR/spm/spm.model                      joint sentencepiece BPE model (model_type=bpe)
-                                         trained on the cleaned train text of both sides
-  DIR/spm/{train,valid,test}.{SRC,TGT}   the encoded text
+                                         trained on DIR/raw/train.{SRC,TGT}
+  DIR/spm/{train,valid,test}.{SRC,TGT}   the encoded text; train without the pairs that
+                                         the filters on subword pieces drop (below)
   DIR/dict.*.txt, DIR/{train,valid,test}.SRC-TGT.*.{bin,idx}
                                          fairseq-preprocess --joined-dictionary output
   DIR/train.SRC-TGT.autoassist.*         autoassist-features output
+  DIR/train.kept-lines                   for each pair of the binarised training set, in
+                                         order, the 0-based line number of its pair in
+                                         the --train input
+
+Training pairs are filtered as fairseq's WMT recipe does (clean-corpus-n on the BPE
+output): lengths are counted in pieces of the joint BPE, so that languages segmented
+differently (e.g. pre-segmented Japanese against English) are measured alike, and the
+length ratio is compared with the corpus's median ratio rather than with 1. When the
+filters drop more than 10% of the pairs, a warning names each rule with its count and
+the flag that changes it.
 
 Options:
-  --bpe-size N   sentencepiece vocabulary size (default 8000; a soft limit)
-  --workers N    fairseq-preprocess workers (default 2)
+  --src LANG        source language code: the suffix of the source files (required)
+  --tgt LANG        target language code: the suffix of the target files (required)
+  --train PREFIX    training text PREFIX.SRC / PREFIX.TGT, plain or .gz (required)
+  --valid PREFIX    validation text, kept as it is (required)
+  --test PREFIX     test text, kept as it is (required)
+  --out DIR         output data directory (required)
+  --bpe-size N      sentencepiece vocabulary size (default 8000; a soft limit)
+  --workers N       fairseq-preprocess workers (default 2)
+  --min-len N       drop training pairs with a side of fewer than N pieces (default 1)
+  --max-len N       drop training pairs with a side of more than N pieces; 0: no limit
+                    (default 250)
+  --ratio R         drop training pairs whose SRC/TGT piece ratio differs from the
+                    corpus's median ratio by more than a factor R (default 1.5)
+  --absolute-ratio  compare the ratio with 1 instead of the median (Moses'
+                    clean-corpus-n rule; only for pairs segmented alike, such as en-de)
+  --no-ratio-filter
+                    keep training pairs whatever their length ratio
+  --max-chars N     before BPE, drop training pairs with a side of more than N
+                    characters; 0: no limit (default 2000)
+  -h, --help        print this help and exit
 
-Example:
+Examples:
   $(basename "$0") --src en --tgt de --train raw/train --valid raw/val \\
       --test raw/test_2016_flickr --out data-bin/multi30k --bpe-size 8000
+  $(basename "$0") --src en --tgt ja --train raw/train --valid raw/dev \\
+      --test raw/test --out data-bin/en-ja --bpe-size 16000 --ratio 2
 EOF
 }
 
 SRC= TGT= TRAIN= VALID= TEST= OUT= BPE_SIZE=8000 WORKERS=2
+MIN_LEN=1 MAX_LEN=250 RATIO=1.5 RATIO_MODE=median MAX_CHARS=2000
 while [[ $# -gt 0 ]]; do
     case "$1" in
-        --src) SRC="$2"; shift 2 ;;
-        --tgt) TGT="$2"; shift 2 ;;
-        --train) TRAIN="$2"; shift 2 ;;
-        --valid) VALID="$2"; shift 2 ;;
-        --test) TEST="$2"; shift 2 ;;
-        --out) OUT="$2"; shift 2 ;;
-        --bpe-size) BPE_SIZE="$2"; shift 2 ;;
-        --workers) WORKERS="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
+        --no-ratio-filter) RATIO_MODE=off; shift; continue ;;
+        --absolute-ratio) [[ $RATIO_MODE == off ]] || RATIO_MODE=absolute; shift; continue ;;
+        --src|--tgt|--train|--valid|--test|--out|--bpe-size|--workers|--min-len|--max-len|\
+        --ratio|--max-chars)
+            [[ $# -ge 2 ]] || { usage >&2; die "$1 needs a value"; } ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
+    case "$1" in
+        --src) SRC="$2" ;;
+        --tgt) TGT="$2" ;;
+        --train) TRAIN="$2" ;;
+        --valid) VALID="$2" ;;
+        --test) TEST="$2" ;;
+        --out) OUT="$2" ;;
+        --bpe-size) BPE_SIZE="$2" ;;
+        --workers) WORKERS="$2" ;;
+        --min-len) MIN_LEN="$2" ;;
+        --max-len) MAX_LEN="$2" ;;
+        --ratio) RATIO="$2" ;;
+        --max-chars) MAX_CHARS="$2" ;;
+    esac
+    shift 2
 done
 for opt in SRC TGT TRAIN VALID TEST OUT; do
     [[ -n "${!opt}" ]] || { usage >&2; die "missing --$(echo "$opt" | tr 'A-Z' 'a-z')"; }
 done
 [[ "$SRC" != "$TGT" ]] || die "--src and --tgt must differ"
+for opt in BPE_SIZE WORKERS MIN_LEN MAX_LEN MAX_CHARS; do
+    [[ "${!opt}" =~ ^[0-9]+$ ]] \
+        || die "--$(echo "$opt" | tr 'A-Z_' 'a-z-') needs a whole number (got '${!opt}')"
+done
+if ! [[ "$RATIO" =~ ^[0-9]+([.][0-9]+)?$ ]] || ! awk -v r="$RATIO" 'BEGIN { exit !(r >= 1) }'; then
+    die "--ratio needs a number of at least 1 (got '$RATIO'); --no-ratio-filter turns the rule off"
+fi
+# the filters of the training text: before BPE only what is safe for any language
+# (empty sides, absurd lengths in characters); lengths and ratio on subword pieces
+PRE_FILTER=(--filter --min-len 1 --max-len 0 --max-chars "$MAX_CHARS" --no-ratio-filter)
+PIECE_FILTER=(--filter --min-len "$MIN_LEN" --max-len "$MAX_LEN" --ratio "$RATIO")
+case $RATIO_MODE in
+    off) PIECE_FILTER+=(--no-ratio-filter) ;;
+    absolute) PIECE_FILTER+=(--absolute-ratio) ;;
+esac
 
 START=$SECONDS
 mkdir -p "$OUT"
@@ -83,15 +145,20 @@ done
 for split in train valid test; do
     in_src="${INPUT[$split.$SRC]}" in_tgt="${INPUT[$split.$TGT]}"
     out_src="$RAW/$split.$SRC" out_tgt="$RAW/$split.$TGT"
-    filter=()
-    [[ $split == train ]] && filter=(--filter --min-len 1 --max-len 250 --ratio 1.5)
-    sig="$(signature v1 "${filter[@]}" "$in_src" "$in_tgt")"
-    if step_is_done "$STAMPS" "text.$split" "$sig" "$out_src" "$out_tgt"; then
+    filter=() outputs=("$out_src" "$out_tgt")
+    [[ $split == train ]] && filter=("${PRE_FILTER[@]}")
+    # (the signature names no output: signature() hashes an existing file's mtime)
+    sig="$(signature v2 "${filter[@]}" "$in_src" "$in_tgt")"
+    if [[ $split == train ]]; then
+        filter+=(--line-ids-out "$RAW/train.kept-lines")
+        outputs+=("$RAW/train.kept-lines")
+    fi
+    if step_is_done "$STAMPS" "text.$split" "$sig" "${outputs[@]}"; then
         log "step text/$split: reusing $out_src, $out_tgt (inputs unchanged)"
         continue
     fi
     if [[ $split == train ]]; then
-        log "step text/$split: cleaning $in_src + $in_tgt (drop empty, keep 1-250 words, ratio <= 1.5)"
+        log "step text/$split: cleaning $in_src + $in_tgt (drop pairs with an empty side or a side over $MAX_CHARS characters)"
     else
         log "step text/$split: copying $in_src + $in_tgt unchanged (raw references)"
     fi
@@ -117,10 +184,12 @@ else
     step_done "$STAMPS" spm-train "$sig"
 fi
 
-# --- 4. encode all splits ---------------------------------------------------------------
+# --- 4. encode all splits (train before its piece filters) ------------------------------
 ins=() outs=()
 for split in train valid test; do
-    for lang in "$SRC" "$TGT"; do ins+=("$RAW/$split.$lang"); outs+=("$SPM/$split.$lang"); done
+    name=$split
+    [[ $split == train ]] && name=train.unfiltered
+    for lang in "$SRC" "$TGT"; do ins+=("$RAW/$split.$lang"); outs+=("$SPM/$name.$lang"); done
 done
 sig="$(signature v1 "$MODEL" "${ins[@]}")"
 if step_is_done "$STAMPS" spm-encode "$sig" "${outs[@]}"; then
@@ -133,7 +202,31 @@ else
     step_done "$STAMPS" spm-encode "$sig"
 fi
 
-# --- 5. fairseq-preprocess --------------------------------------------------------------
+# --- 5. length and ratio filters of the training pairs, on subword pieces -----------------
+# (fairseq's WMT recipe cleans the BPE output too: a ratio of pieces means the same for
+# languages segmented differently, where a ratio of words does not)
+sig="$(signature v1 "${PIECE_FILTER[@]}" "$SPM/train.unfiltered.$SRC" "$SPM/train.unfiltered.$TGT" \
+    "$RAW/train.kept-lines")"
+if step_is_done "$STAMPS" piece-filter "$sig" "$SPM/train.$SRC" "$SPM/train.$TGT" "$OUT/train.kept-lines"; then
+    log "step piece-filter: reusing $SPM/train.{$SRC,$TGT} (inputs unchanged)"
+else
+    case $RATIO_MODE in
+        off) rule="no ratio rule" ;;
+        absolute) rule="piece ratio <= $RATIO" ;;
+        *) rule="piece ratio within a factor $RATIO of the corpus median" ;;
+    esac
+    log "step piece-filter: keeping training pairs of $MIN_LEN-$MAX_LEN pieces a side, $rule"
+    step_reset "$STAMPS" piece-filter
+    "$PYTHON" "$REPO_ROOT/scripts/clean_corpus.py" --in-src "$SPM/train.unfiltered.$SRC" \
+        --in-tgt "$SPM/train.unfiltered.$TGT" --out-src "$SPM/train.$SRC" --out-tgt "$SPM/train.$TGT" \
+        "${PIECE_FILTER[@]}" --line-ids-in "$RAW/train.kept-lines" \
+        --line-ids-out "$OUT/train.kept-lines" \
+        || die "step piece-filter failed (see the message above)"
+    [[ -s "$SPM/train.$SRC" ]] || die "no training pairs left after the piece filters; relax them (--max-len, --ratio, --no-ratio-filter)"
+    step_done "$STAMPS" piece-filter "$sig"
+fi
+
+# --- 6. fairseq-preprocess --------------------------------------------------------------
 PAIR="$SRC-$TGT"
 bin_outs=("$OUT/dict.$SRC.txt" "$OUT/dict.$TGT.txt")
 for split in train valid test; do
@@ -141,7 +234,11 @@ for split in train valid test; do
         bin_outs+=("$OUT/$split.$PAIR.$lang.bin" "$OUT/$split.$PAIR.$lang.idx")
     done
 done
-sig="$(signature v1 "$WORKERS" "${outs[@]}")"
+bin_ins=()
+for split in train valid test; do
+    for lang in "$SRC" "$TGT"; do bin_ins+=("$SPM/$split.$lang"); done
+done
+sig="$(signature v1 "$WORKERS" "${bin_ins[@]}")"
 if step_is_done "$STAMPS" binarize "$sig" "${bin_outs[@]}"; then
     log "step binarize: reusing fairseq data in $OUT (inputs unchanged)"
 else
@@ -155,7 +252,7 @@ else
     step_done "$STAMPS" binarize "$sig"
 fi
 
-# --- 6. AutoAssist features of the training set -------------------------------------------
+# --- 7. AutoAssist features of the training set -------------------------------------------
 FEAT="$OUT/train.$PAIR.autoassist"
 sig="$(signature v1 "$OUT/dict.$SRC.txt" "$OUT/dict.$TGT.txt" \
     "$OUT/train.$PAIR.$SRC.bin" "$OUT/train.$PAIR.$SRC.idx" "$OUT/train.$PAIR.$TGT.bin" "$OUT/train.$PAIR.$TGT.idx")"

@@ -8,8 +8,9 @@
 # and cleans after BPE; it also splits its valid set off the training data. Here the
 # raw text goes straight into a joint sentencepiece BPE (32k by default, no Moses
 # tokenisation, so hypotheses come out detokenised for sacreBLEU), the cleaning
-# (1-250 words, ratio 1.5) is applied to the raw training words, and newstest2013 is
-# the valid set. The downloads are the same statmt.org archives.
+# (1-250 pieces, ratio 1.5 around the corpus median, about 1 for en-de) is applied to
+# the BPE pieces as in fairseq, and newstest2013 is the valid set. The downloads are the
+# same statmt.org archives.
 set -euo pipefail
 
 _LOG_TAG=prepare-wmt14en2de
@@ -38,11 +39,13 @@ usage() {
     cat <<EOF
 Usage: $(basename "$0") [--raw-dir DIR] [--out DIR] [--bpe-size 32000]
                    [--train-prefix PREFIX]... [--no-download] [--workers N]
+                   [prepare-corpus.sh filter options]
 
 Prepares WMT14 en-de (train: Europarl v7, Common Crawl, News Commentary v9; valid:
-newstest2013; test: newstest2014 full) with scripts/prepare-corpus.sh: clean the
-training data (1-250 words, length ratio <= 1.5), joint sentencepiece BPE, fairseq-
-preprocess --joined-dictionary, autoassist-features.
+newstest2013; test: newstest2014 full) with scripts/prepare-corpus.sh: joint
+sentencepiece BPE, cleaning of the training pairs on BPE pieces (1-250 pieces a side,
+piece ratio within 1.5 of the corpus median), fairseq-preprocess --joined-dictionary,
+autoassist-features.
 
 Difference from fairseq's examples/translation/prepare-wmt14en2de.sh --icml17: no Moses
 tokenisation and a joint sentencepiece BPE of 32k (default) instead of a 40k joint
@@ -58,6 +61,10 @@ downloads are the same statmt.org archives.
                      as training data instead of the three WMT14 corpora; repeatable
   --no-download      never download; stop with the list of missing files
   --workers N        fairseq-preprocess workers (default 2)
+  --min-len N, --max-len N, --ratio R, --absolute-ratio, --no-ratio-filter, --max-chars N
+                     the training-data filters, passed to prepare-corpus.sh (see
+                     prepare-corpus.sh --help; defaults 1, 250, 1.5, off, off, 2000)
+  -h, --help         print this help and exit
 
 Files are looked for anywhere below --raw-dir by name, plain or .gz:
   training   europarl-v7.de-en.{en,de}, commoncrawl.de-en.{en,de},
@@ -71,7 +78,10 @@ Missing archives are downloaded from statmt.org into --raw-dir and unpacked ther
 Without --train-prefix, when the three training corpora are absent and --raw-dir holds
 pairs named train*.en / train*.de (plain or .gz), those are used instead.
 
-Offline example with the shared sample (/work/shared/data/wmt14-en-de-sample):
+Example (downloads the WMT14 archives, a few GB, into work/wmt14/raw):
+  $(basename "$0") --out work/wmt14/data --bpe-size 32000
+
+Example offline, with the shared sample (/work/shared/data/wmt14-en-de-sample):
   mkdir raw
   for f in newstest2013-src.en newstest2013-ref.de newstest2014-deen-src.en \\
            newstest2014-deen-ref.de; do
@@ -83,14 +93,20 @@ EOF
 }
 
 RAW_DIR="$REPO_ROOT/work/wmt14/raw" OUT="$REPO_ROOT/work/wmt14/data" BPE_SIZE=32000
-TRAIN_PREFIXES=() DOWNLOAD=1 WORKERS=2
+TRAIN_PREFIXES=() DOWNLOAD=1 WORKERS=2 FILTER_ARGS=()
 while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --raw-dir|--out|--bpe-size|--train-prefix|--workers|--min-len|--max-len|--ratio|--max-chars)
+            [[ $# -ge 2 ]] || { usage >&2; die "$1 needs a value"; } ;;
+    esac
     case "$1" in
         --raw-dir) RAW_DIR="$2"; shift 2 ;;
         --out) OUT="$2"; shift 2 ;;
         --bpe-size) BPE_SIZE="$2"; shift 2 ;;
         --train-prefix) TRAIN_PREFIXES+=("$2"); shift 2 ;;
         --no-download) DOWNLOAD=0; shift ;;
+        --min-len|--max-len|--ratio|--max-chars) FILTER_ARGS+=("$1" "$2"); shift 2 ;;
+        --absolute-ratio|--no-ratio-filter) FILTER_ARGS+=("$1"); shift ;;
         --workers) WORKERS="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
@@ -248,4 +264,4 @@ done
 
 bash "$REPO_ROOT/scripts/prepare-corpus.sh" --src en --tgt de \
     --train "$TEXT/train" --valid "$TEXT/valid" --test "$TEXT/test" \
-    --out "$OUT" --bpe-size "$BPE_SIZE" --workers "$WORKERS"
+    --out "$OUT" --bpe-size "$BPE_SIZE" --workers "$WORKERS" "${FILTER_ARGS[@]}"

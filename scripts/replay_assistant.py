@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Replay the Assistant offline on a Boss's per-pair losses, to compare its settings cheaply.
 
-    python scripts/diagnose_assistant.py --data work/multi30k \\
+    autoassist-diagnose --data work/multi30k \\
         --checkpoint OUT/autoassist-s1/checkpoints/checkpoint12.pt --losses-out losses.npz
     python scripts/replay_assistant.py --data work/multi30k -s en -t de --losses losses.npz \\
         --set lr=1 --set lr=4 --set lr=4,weight_decay=1e-4
@@ -27,17 +27,21 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from autoassist_fairseq.assistant import Assistant, AssistantHParams  # noqa: E402
+from autoassist_fairseq.diagnose import skip_figures  # noqa: E402
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix  # noqa: E402
-
-sys.path.insert(0, os.path.join(REPO, "scripts"))
-from diagnose_assistant import skip_figures  # noqa: E402
 
 
 def parse_setting(text):
-    """'lr=4,weight_decay=1e-4' -> AssistantHParams, with a clear error for unknown names."""
+    """'lr=4,weight_decay=1e-4' -> AssistantHParams, with a clear error for unknown names.
+
+    A text value may hold commas itself: 'rule=random,random_rates=1.0,0.8,lr=4'."""
     known = AssistantHParams.__dataclass_fields__
     values = {}
+    name = None
     for item in filter(None, text.split(",")):
+        if "=" not in item and name is not None and isinstance(values.get(name), str):
+            values[name] += "," + item.strip()  # continues the previous text value
+            continue
         name, _, value = item.partition("=")
         name = name.strip().replace("-", "_")
         if name not in known or not value:
@@ -67,7 +71,7 @@ def main():
     p.add_argument("-s", "--source-lang", required=True)
     p.add_argument("-t", "--target-lang", required=True)
     p.add_argument("--losses", required=True,
-                   help="per-pair losses (.npz from diagnose_assistant.py --losses-out)")
+                   help="per-pair losses (.npz from autoassist-diagnose --losses-out)")
     p.add_argument("--set", action="append", default=None, metavar="NAME=VALUE[,...]",
                    help="one Assistant setting to replay (repeatable; default: the defaults)")
     p.add_argument("--batches", type=int, default=1500,
@@ -79,7 +83,7 @@ def main():
     a = p.parse_args()
     if not os.path.exists(a.losses):
         sys.exit(f"error: {a.losses} not found; write it with "
-                 "scripts/diagnose_assistant.py --losses-out")
+                 "autoassist-diagnose --losses-out")
     saved = np.load(a.losses)
     losses, ntok = saved["losses"], saved["ntok"]
     store = FeatureStore.open(feature_prefix(a.data, "train", a.source_lang, a.target_lang),

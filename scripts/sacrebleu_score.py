@@ -29,11 +29,15 @@ def read_hypotheses(path: str):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--generate-output", required=True, help="stdout of fairseq-generate")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python scripts/sacrebleu_score.py --generate-output gen.txt "
+               "--ref data/raw/test.de --hyp-out checkpoints/hyp.test.de")
+    parser.add_argument("--generate-output", required=True,
+                        help="stdout of fairseq-generate (run with --remove-bpe sentencepiece)")
     parser.add_argument("--ref", required=True, help="raw reference text, one line per sentence")
     parser.add_argument("--hyp-out", required=True, help="where to write the sorted hypotheses")
-    parser.add_argument("--tokenize", default=None, help="sacreBLEU tokenizer (default: 13a)")
+    parser.add_argument("--tokenize", default=None, help="sacreBLEU tokenizer, e.g. 13a, intl, zh, ja-mecab (default: 13a)")
     args = parser.parse_args(argv)
 
     with open(args.ref, encoding="utf-8", errors="replace", newline="\n") as f:

@@ -3,6 +3,25 @@
 # Sourced by scripts/test.sh and scripts/demo.sh. The install is redone only when
 # setup.py changes; pip's wheel cache keeps the fairseq build (about 4 minutes) for reuse.
 set -euo pipefail
+if [[ "${BASH_SOURCE[0]}" == "$0" && ( "${1:-}" == -h || "${1:-}" == --help ) ]]; then
+    cat <<EOF
+Usage: source scripts/setup_env.sh   (or: bash scripts/setup_env.sh [-h|--help])
+
+Creates .venv in the repository when missing, installs torch==2.13.0 (CPU) first and
+then this package with its test, plot and tensorboard extras, and activates .venv when
+sourced. The install is redone only when setup.py changes (stamp: .venv/.autoassist-installed).
+
+Options:
+  -h, --help   print this help and exit (nothing is installed)
+
+Settings (environment variables):
+  PYTHON       the interpreter that creates .venv (default python3)
+
+Example:
+  source scripts/setup_env.sh && python -m pytest tests/test_tfidf.py -q
+EOF
+    exit 0
+fi
 _root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 _venv="$_root/.venv"
 _python="${PYTHON:-python3}"
@@ -17,8 +36,8 @@ _want="$(sha256sum "$_root/setup.py" | cut -d' ' -f1)"
 if [ ! -f "$_stamp" ] || [ "$(cat "$_stamp")" != "$_want" ]; then
     echo "[setup] installing torch==2.13.0 (CPU) first, so pip never pulls a CUDA build"
     python -m pip install --quiet torch==2.13.0
-    echo "[setup] installing autoassist-fairseq with its test and plot extras (fairseq builds once, ~4 min)"
-    python -m pip install --quiet -e "$_root[test,plot]"
+    echo "[setup] installing autoassist-fairseq with its test, plot and tensorboard extras (fairseq builds once, ~4 min)"
+    python -m pip install --quiet -e "$_root[test,plot,tensorboard]"
     echo "$_want" > "$_stamp"
 else
     echo "[setup] reusing $_venv"

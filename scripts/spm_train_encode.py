@@ -84,21 +84,46 @@ def encode(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("train", help="train a joint BPE model")
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=raw,
+        epilog="examples:\n"
+               "  python scripts/spm_train_encode.py train --model-prefix out/spm/spm "
+               "--vocab-size 8000 out/raw/train.en out/raw/train.de\n"
+               "  python scripts/spm_train_encode.py encode --model out/spm/spm.model "
+               "--inputs out/raw/valid.en --outputs out/spm/valid.en")
+    sub = parser.add_subparsers(dest="command", required=True,
+                                help="train a model, or encode text with one")
+    p = sub.add_parser(
+        "train", help="train a joint BPE model", formatter_class=raw,
+        description="Train one sentencepiece BPE model on the text of both languages.",
+        epilog="example:\n  python scripts/spm_train_encode.py train --model-prefix out/spm/spm "
+               "--vocab-size 8000 out/raw/train.en out/raw/train.de")
     p.add_argument("inputs", nargs="+", help="training text, one file per language")
-    p.add_argument("--model-prefix", required=True)
-    p.add_argument("--vocab-size", type=int, default=8000)
-    p.add_argument("--character-coverage", type=float, default=0.9999)
+    p.add_argument("--model-prefix", required=True,
+                   help="writes PREFIX.model and PREFIX.vocab")
+    p.add_argument("--vocab-size", type=int, default=8000,
+                   help="number of pieces; a soft limit on small corpora (default 8000)")
+    p.add_argument("--character-coverage", type=float, default=0.9999,
+                   help="share of the characters the model covers; rarer ones become <unk> "
+                        "(default 0.9999, sentencepiece's advice for scripts with many "
+                        "characters such as Japanese or Chinese)")
     p.add_argument("--input-sentence-size", type=int, default=2_000_000,
-                   help="sample at most this many sentences for training (0 = all)")
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+                   help="sample at most this many sentences for training (0 = all; "
+                        "default 2000000)")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                   help="training threads (default: the number of CPUs)")
     p.set_defaults(func=train)
-    p = sub.add_parser("encode", help="encode text files with a trained model")
-    p.add_argument("--model", required=True)
-    p.add_argument("--inputs", nargs="+", required=True)
-    p.add_argument("--outputs", nargs="+", required=True)
+    p = sub.add_parser(
+        "encode", help="encode text files with a trained model", formatter_class=raw,
+        description="Encode text into space-separated pieces, one output line per input line.",
+        epilog="example:\n  python scripts/spm_train_encode.py encode --model out/spm/spm.model "
+               "--inputs out/raw/valid.en out/raw/valid.de --outputs out/spm/valid.en "
+               "out/spm/valid.de")
+    p.add_argument("--model", required=True, help="the PREFIX.model written by train")
+    p.add_argument("--inputs", nargs="+", required=True, help="plain text files to encode")
+    p.add_argument("--outputs", nargs="+", required=True,
+                   help="one output file per input, in the same order")
     p.set_defaults(func=encode)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -117,26 +117,44 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
         [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
          config, "--out", out, "--max-epoch", "2", "--skip-bleu",
          "--autoassist-args", "--assistant-window 256"],
-        capture_output=True, text=True, timeout=300, env=env)
+        capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     for key in ("tokens_to_target_ratio", "time_to_target_ratio", "bleu_baseline",
-                "bleu_autoassist", "per_seed", "curves", "command", "date", "machine"):
+                "bleu_autoassist", "per_seed", "curves", "command", "date", "machine", "arms"):
         assert key in results
-    assert set(results["curves"]) == {"baseline-s1", "autoassist-s1"}
-    for curve in results["curves"].values():
-        assert [p["epoch"] for p in curve] == [1, 2]
+    assert set(results["curves"]) == {"baseline-s1", "autoassist-s1", "random-s1"}
+    base_curve = results["curves"]["baseline-s1"]
+    assert [p["epoch"] for p in base_curve] == [1, 2]
+    assert base_curve[1]["boss_tokens"] == 2 * results["per_seed"][0]["baseline_tokens_per_epoch"]
+    # equal compute: every arm stops at the baseline's update count, with tokens close to
+    # the baseline's (a skipping arm runs more, shorter epochs)
+    row = results["per_seed"][0]
+    budget = base_curve[-1]["updates"]
+    assert row["budget_updates"] == budget
+    for name, curve in results["curves"].items():
         tokens = [p["boss_tokens"] for p in curve]
-        assert 0 < tokens[0] < tokens[1]
-    assert results["curves"]["baseline-s1"][1]["boss_tokens"] == 2 * \
-        results["per_seed"][0]["baseline_tokens_per_epoch"]
-    assert (out / "curves.png").stat().st_size > 0 and (out / "results.md").exists()
-    assert (out / "baseline-s1" / "train.log").exists()
+        assert all(0 < a < b for a, b in zip(tokens, tokens[1:])), name
+        assert curve[-1]["updates"] == budget, name
+        assert abs(tokens[-1] / base_curve[-1]["boss_tokens"] - 1) < 0.25, name
+    # the control skips at AutoAssist's measured per-epoch token acceptance
+    aa_records = benchmark.parse_log((out / "autoassist-s1" / "train.log").read_text())
+    rates = benchmark.random_rates(aa_records)
+    random_log = (out / "random-s1" / "train.log").read_text()
+    assert f"--assistant-rule random --assistant-random-rates {rates}" in random_log
+    assert "--assistant-window 256" not in random_log
+    for arm, m in row["arms"].items():
+        assert m["final"]["updates"] == budget
+        assert m["valid_loss_at_equal_tokens"] is not None, arm
+        assert m["equal_tokens"] == min(c[-1]["boss_tokens"] for c in results["curves"].values())
+    assert row["arms"]["baseline"]["tokens_to_target_loss_ratio"] == 1.0
+    assert (out / "curves.png").stat().st_size > 0
+    assert "Every arm at equal compute" in (out / "results.md").read_text()
     # a variant shares the baseline run and writes its own results
     proc = subprocess.run(
         [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
          config, "--out", out, "--max-epoch", "2", "--skip-bleu", "--variant", "w128",
-         "--autoassist-args", "--assistant-window 128"],
+         "--no-random", "--autoassist-args", "--assistant-window 128"],
         capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "[baseline-s1] finished before: reusing" in proc.stdout
@@ -146,6 +164,94 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
     assert "--assistant-window 128" in (out / "autoassist-w128-s1" / "train.log").read_text()
     assert "variant w128" in (out / "results-w128.md").read_text()
     assert json.loads((out / "results.json").read_text()) == results  # left as it was
+
+
+def test_crossing_and_values_are_interpolated_between_measurements():
+    curve = [point(5.0, 100, 10, 1), point(4.0, 200, 30, 2), point(3.0, 300, 40, 3)]
+    assert benchmark.crossing(curve, "boss_tokens", 3.5) == pytest.approx(250)
+    assert benchmark.crossing(curve, "wall", 3.5) == pytest.approx(35)
+    assert benchmark.crossing(curve, "boss_tokens", 5.5) == 100  # reached at the first
+    assert benchmark.crossing(curve, "boss_tokens", 2.9) is None
+    bleus = [{"boss_tokens": 100, "wall": 10, "bleu": 10.0},
+             {"boss_tokens": 300, "wall": 40, "bleu": 20.0}]
+    assert benchmark.crossing(bleus, "boss_tokens", 15.0, "bleu",
+                              lower_is_better=False) == pytest.approx(200)
+    assert benchmark.value_at(bleus, "wall", 25, "bleu") == pytest.approx(15.0)
+    assert benchmark.value_at(curve, "boss_tokens", 350) is None
+
+
+def test_arm_metrics_against_the_baseline():
+    base = [point(5.0, 100, 10, 1), point(4.0, 200, 20, 2)]
+    arm = [point(4.6, 80, 10, 1), point(3.8, 160, 20, 2), point(3.6, 240, 30, 3)]
+    base_bleu = [{"epoch": 2, "updates": 20, "boss_tokens": 200, "wall": 20, "bleu": 10.0}]
+    arm_bleu = [{"epoch": 1, "updates": 10, "boss_tokens": 80, "wall": 10, "bleu": 8.0},
+                {"epoch": 3, "updates": 30, "boss_tokens": 240, "wall": 30, "bleu": 12.0}]
+    m = benchmark.arm_metrics(arm, arm_bleu, base, base_bleu, equal_tokens=200, equal_wall=20)
+    assert m["target_loss"] == 4.0 and m["target_bleu"] == pytest.approx(9.8)
+    # 4.6 -> 3.8 between 80 and 160 tokens: 4.0 at 140
+    assert m["tokens_to_target_loss"] == pytest.approx(140)
+    assert m["tokens_to_target_loss_ratio"] == pytest.approx(140 / 200)
+    assert m["valid_loss_at_equal_tokens"] == pytest.approx(3.7)
+    assert m["bleu_at_equal_tokens"] == pytest.approx(11.0)
+    assert m["tokens_to_target_bleu"] == pytest.approx(80 + 160 * 1.8 / 4)
+    assert m["wall_to_target_bleu_ratio"] == pytest.approx((10 + 20 * 1.8 / 4) / 20)
+
+
+def test_random_rates_come_from_the_autoassist_log():
+    records = [{"tag": "train", "epoch": e, "num_updates": 10 * e, "aa_accept_tok": r}
+               for e, r in ((2, 0.81234), (1, 1.0), (3, 0.0))]
+    assert benchmark.random_rates(records) == "1.0000,0.8123,0.0001"
+    with pytest.raises(benchmark.BenchmarkError, match="aa_accept_tok"):
+        benchmark.random_rates([{"tag": "train", "epoch": 1, "num_updates": 5}])
+
+
+def test_budget_tokens_become_baseline_updates():
+    counts = np.array([[100, 120]] * 10)  # 10 batches of 100 tokens
+    assert benchmark.updates_for_tokens(counts, [1], 2500) == 25
+    assert benchmark.updates_for_tokens(counts, [2], 2500) == 12  # 200 tokens per update
+    assert benchmark.updates_for_tokens(counts, [1], 10) == 1
+
+
+def test_language_pair_comes_from_the_data(tmp_path):
+    for name in ("train.de-en.de.idx", "train.de-en.en.idx", "dict.de.txt", "dict.en.txt"):
+        (tmp_path / name).write_text("")
+    assert benchmark.data_langs(tmp_path, ["--source-lang", "de", "--target-lang", "en"],
+                                []) == ("de", "en")
+    assert benchmark.data_langs(tmp_path, ["-s", "en", "-t", "de"], []) == ("de", "en")
+    assert benchmark.data_langs(tmp_path, ["--lr", "1"], ["-s", "en", "-t", "de"]) == ("en", "de")
+    with pytest.raises(benchmark.BenchmarkError, match="the config names fr->en .* point --data"):
+        benchmark.data_langs(tmp_path, ["--source-lang", "fr", "--target-lang", "en"], [])
+    with pytest.raises(benchmark.BenchmarkError, match="--extra-args names fr->de"):
+        benchmark.data_langs(tmp_path, [], ["-s", "fr", "-t", "de"])
+    (tmp_path / "dict.en.txt").unlink()
+    with pytest.raises(benchmark.BenchmarkError, match=r"missing \['dict.en.txt'\]"):
+        benchmark.data_langs(tmp_path, [], [])
+    args = benchmark.build_run_args(["--source-lang", "fr", "--keep-last-epochs", "5",
+                                     "--no-epoch-checkpoints", "--lr", "1"], "learnable", 1,
+                                    tmp_path, [], [], ["--assistant-rule", "learnable"],
+                                    langs=("de", "en"), keep_epochs=True)
+    assert benchmark.get_flag(args, "--source-lang") == "de" and "fr" not in args
+    assert "--keep-last-epochs" not in args and "--no-epoch-checkpoints" not in args
+    assert benchmark.get_flag(args, "--task") == "autoassist_translation"
+    assert benchmark.get_flag(args, "--assistant-rule") == "learnable"
+
+
+def test_bad_command_lines_are_clear_errors(tiny_data, tmp_path):
+    def bench(*args):
+        return subprocess.run([sys.executable, REPO / "scripts" / "benchmark.py", "--data",
+                               tiny_data, "--config", _tiny_config(tmp_path), "--out",
+                               tmp_path / "o", *args], capture_output=True, text=True,
+                              timeout=60)
+    proc = bench("--arm", "bad name=--lr 1")
+    assert proc.returncode == 2 and "expected NAME=" in proc.stderr
+    proc = bench("--max-epoch", "1", "--arm", "random2=--lr 1")
+    assert proc.returncode == 1 and "--arm random2: the name is taken" in proc.stderr
+    proc = bench("--max-epoch", "1", "--noise-labels", tmp_path / "nope")
+    assert proc.returncode == 1 and "nope not found" in proc.stderr
+    proc = bench("--budget-tokens", "-5")
+    assert proc.returncode == 1 and "must be > 0" in proc.stderr
+    assert "example" in subprocess.run([sys.executable, REPO / "scripts" / "benchmark.py",
+                                        "--help"], capture_output=True, text=True).stdout
 
 
 def test_loss_at_tokens_interpolates_between_validations():
@@ -208,3 +314,37 @@ def test_sigterm_stops_the_training_it_started(tiny_data, tmp_path):
     while running(trainers[0]) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not running(trainers[0])
+
+
+def test_benchmark_overhead_alternates_both_tasks(tiny_data, tmp_path):
+    out, work = tmp_path / "overhead.json", tmp_path / "work"
+    proc = subprocess.run(
+        [sys.executable, REPO / "scripts" / "benchmark_overhead.py", "--data", tiny_data,
+         "--config", _tiny_config(tmp_path), "--out", out, "--updates", "30", "--repeats", "2",
+         "--work", work], capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    res = json.loads(out.read_text())
+    runs = res["runs"]
+    assert [r["run"] for r in runs["translation"]] == ["translation-r0", "translation-r1"]
+    for arm, rs in runs.items():
+        for r in rs:
+            assert r["updates"] == 30 and r["boss_tokens"] > 0 and r["boss_seconds"] > 0, arm
+            assert r["seconds_per_mtok"] == pytest.approx(r["boss_seconds"] / r["boss_tokens"] * 1e6)
+    log = (work / "autoassist_lambda0-r0" / "train.log").read_text()
+    assert "--task autoassist_translation" in log and "--assistant-lambda-max 0" in log
+    assert "--task translation" in (work / "translation-r1" / "train.log").read_text()
+    # alternated: r0 ran translation first, r1 AutoAssist first
+    mtime = lambda name: (work / name / "cpu.json").stat().st_mtime  # noqa: E731
+    assert mtime("translation-r0") < mtime("autoassist_lambda0-r0")
+    assert mtime("autoassist_lambda0-r1") < mtime("translation-r1")
+    # nothing skipped, batches filled to the same --max-tokens: about the same Boss tokens
+    base_tok, aa_tok = (runs[arm][0]["boss_tokens"] for arm in ("translation", "autoassist_lambda0"))
+    assert abs(aa_tok / base_tok - 1) < 0.2
+    assert res["ratio"] == pytest.approx(res["seconds_per_mtok"]["autoassist_lambda0"]
+                                         / res["seconds_per_mtok"]["translation"])
+    assert res["cpu_model"] and 0 <= res["other_cpu_share_max"] <= 1
+    bad = subprocess.run([sys.executable, REPO / "scripts" / "benchmark_overhead.py", "--data",
+                          tiny_data, "--config", _tiny_config(tmp_path), "--out", out,
+                          "--updates", "0"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "--updates 0" in bad.stderr

@@ -5,7 +5,8 @@ Every ``configs/*/*.yaml`` is composed the way ``fairseq-hydra-train --config-di
 (with AutoAssist features), the model, criterion, optimizer and lr scheduler are built,
 and one forward/backward pass runs. The WMT-scale models are built with tiny sizes.
 Every ``.args`` file must give the same fairseq configuration as its YAML, and be what
-``scripts/config_to_args.py`` writes for it.
+``scripts/config_to_args.py`` writes for it. No config names a language pair: fairseq
+infers it from the data directory, and ``check_language_pair`` explains a mismatch.
 """
 
 import sys
@@ -102,7 +103,6 @@ def test_yaml_builds_task_and_model(path, data_dir, task_name, monkeypatch):
 
     with open_dict(cfg):
         cfg.task._name = task_name
-        cfg.task.source_lang, cfg.task.target_lang = "src", "tgt"
         cfg.common.fp16 = False
         cfg.common.cpu = True
         if path.parent.name == "wmt14_en_de":
@@ -116,6 +116,8 @@ def test_yaml_builds_task_and_model(path, data_dir, task_name, monkeypatch):
     utils.import_user_module(cfg.common)
     add_defaults(cfg)
     task = tasks.setup_task(cfg.task)
+    # the pair comes from the data directory (src-tgt), not from the config
+    assert (task.cfg.source_lang, task.cfg.target_lang) == ("src", "tgt")
     task.load_dataset("train")
     model = task.build_model(cfg.model)
     criterion = task.build_criterion(cfg.criterion)
@@ -177,3 +179,52 @@ def test_hydra_train_cli_runs_demo_config(data_dir, tmp_path):
     assert "done training" in out
     assert (save_dir / "checkpoint_last.pt").exists()
     assert not (tmp_path / ".hydra").exists() and not (tmp_path / "hydra_train.log").exists()
+
+
+@pytest.mark.parametrize("path", YAMLS, ids=IDS)
+def test_config_does_not_pin_the_language_pair(path):
+    """A pair in a config breaks every other corpus (e.g. dict.de.txt on en-ja data)."""
+    settings = {key for group, key, _ in yaml_items(path) if group == "task"}
+    assert not settings & {"source_lang", "target_lang"}, f"{path} names a language pair"
+    flags = config_to_args.read_args(str(path.with_suffix(".args")))
+    assert not set(flags) & {"--source-lang", "--target-lang", "-s", "-t"}
+
+
+def test_check_language_pair_names_the_pairs_and_the_fix(data_dir, tmp_path):
+    from autoassist_fairseq.tasks.language_pair import check_language_pair, language_pairs
+
+    assert language_pairs(data_dir) == [("src", "tgt")]
+    # the pair of the data, or none given (fairseq infers it): nothing to report
+    check_language_pair(str(data_dir), "src", "tgt")
+    check_language_pair(str(data_dir), None, None)
+    check_language_pair(str(data_dir), "tgt", "src")  # the reverse direction uses the same dicts
+
+    with pytest.raises(FileNotFoundError) as e:
+        check_language_pair(str(data_dir), "en", "de")
+    msg = str(e.value)
+    assert "dict.en.txt and dict.de.txt not found" in msg
+    assert "Language pairs in that directory: src-tgt" in msg
+    assert "drop --source-lang/--target-lang" in msg
+    assert "--source-lang src --target-lang tgt" in msg
+
+    with pytest.raises(FileNotFoundError, match=r"dict\.de\.txt not found"):
+        check_language_pair(str(data_dir), "src", "de")
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="Language pairs in that directory: none"):
+        check_language_pair(str(empty), "en", "de")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        check_language_pair(str(tmp_path / "missing"), "en", "de")
+
+
+def test_check_language_pair_lists_every_pair(tmp_path):
+    from autoassist_fairseq.tasks.language_pair import check_language_pair
+
+    for name in ("train.en-ja.en.idx", "train.en-ja.ja.idx", "valid.de-en.de.idx",
+                 "train.en-ja.autoassist.json", "train.kept-lines", "dict.en.txt"):
+        (tmp_path / name).write_text("")
+    with pytest.raises(FileNotFoundError) as e:
+        check_language_pair(str(tmp_path), "en", "fr")
+    assert "dict.fr.txt not found" in str(e.value) and "dict.en.txt" not in str(e.value)
+    assert "Language pairs in that directory: de-en, en-ja." in str(e.value)

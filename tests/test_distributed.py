@@ -1,24 +1,97 @@
-"""Two CPU workers with gloo: each has its own shard and Assistant, and the same updates."""
+"""Two CPU workers with gloo: each has its own shard and Assistant, and the same updates;
+an interrupted epoch resumes every rank's plan exactly; a dead Assistant stops every rank."""
 
+import os
 import re
+import signal
+import subprocess
 import sys
+import time
 
+import pytest
 import torch
 
-from utils import BIN, REPO, run, train_args
+from utils import BIN, REPO, RANDOM_SKIP, children, read_trace, run, running, train_args
+
+
+def _workers(args):
+    fairseq_train, *rest = args
+    return [sys.executable, REPO / "scripts" / "launch_cpu_workers.py", "2", "--",
+            BIN / fairseq_train, *rest]
 
 
 def test_two_workers_finish_with_equal_updates(train_data, tmp_path):
-    fairseq_train, *args = train_args(train_data, tmp_path, extra=["--max-epoch", "3"])
-    cmd = [sys.executable, REPO / "scripts" / "launch_cpu_workers.py", "2", "--",
-           BIN / fairseq_train, *args]
-    proc = run(cmd, timeout=600)
+    proc = run(_workers(train_args(train_data, tmp_path, extra=["--max-epoch", "3"])),
+               timeout=600)
     out = proc.stdout
     assert "done training" in out
     ends = [int(u) for u in re.findall(r"\| train \| epoch 00\d .*num_updates (\d+)", out)]
     assert len(ends) == 3, out[-3000:]
-    # every rank's batch count, gathered by rank 0 at the start of epoch 3
     state = torch.load(tmp_path / "checkpoint_last.pt", weights_only=False)
-    ranks = state["extra_state"]["train_iterator"]["autoassist"]["rank_batches"]
-    assert ranks == [ends[1], ends[1]]
-    assert len(state["extra_state"]["train_iterator"]["autoassist"]["ranks"]) == 2
+    saved = state["extra_state"]["train_iterator"]["autoassist"]
+    assert saved["batches_done"] == ends[-1]
+    # rank 0 wrote both ranks' Assistants and batch plans, gathered at the epoch's end
+    assert len(saved["ranks"]) == 2
+    assert all(r["stats"]["updates"] > 0 and r["stream"] is not None for r in saved["ranks"])
+
+
+def test_two_workers_resume_mid_epoch_exactly(train_data, tmp_path):
+    """Both ranks, interrupted in the middle of epoch 2 and resumed, train exactly the
+    batches of the uninterrupted run: none repeated, none dropped."""
+    def args(name, *extra):
+        return _workers(train_args(train_data, tmp_path / name, extra=[
+            "--max-epoch", "3", "--assistant-trace-dir", tmp_path / f"trace-{name}",
+            *RANDOM_SKIP, *extra]))
+
+    run(args("whole"), timeout=600)
+    expected = [read_trace(tmp_path / "trace-whole", rank) for rank in (0, 1)]
+    epoch1 = sum(1 for e, _, _ in expected[0] if e == 1)
+    run(args("part", "--max-update", str(epoch1 + 7)), timeout=600)
+    saved = torch.load(tmp_path / "part" / "checkpoint_last.pt", weights_only=False)
+    itr = saved["extra_state"]["train_iterator"]
+    assert itr["epoch"] == 2 and itr["iterations_in_epoch"] == 7
+    proc = run(args("part"), timeout=600)
+    assert "resuming epoch 2 at batch 7/" in proc.stdout
+    for rank in (0, 1):
+        got = read_trace(tmp_path / "trace-part", rank)
+        assert [ids for _, _, ids in got] == [ids for _, _, ids in expected[rank]], rank
+    assert sum(1 for e, _, _ in expected[1] if e == 3) == \
+        sum(1 for e, _, _ in expected[0] if e == 3)  # equal updates on both ranks
+
+
+def _restore_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("fallback", ["error", "uniform"])
+def test_one_dead_assistant_stops_or_falls_back_on_every_rank(train_data, tmp_path, fallback):
+    args = _workers(train_args(train_data, tmp_path, extra=[
+        "--max-update", "150" if fallback == "uniform" else "100000", "--no-save",
+        "--assistant-fallback", fallback]))
+    proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_restore_sigint)
+    lines, deadline = [], time.monotonic() + 180
+    while time.monotonic() < deadline:
+        lines.append(proc.stdout.readline())
+        if "| train_inner |" in lines[-1]:
+            break
+    workers = children(proc.pid)
+    assistants = [kid for w in workers for kid in children(w)]
+    assert len(workers) == 2 and len(assistants) == 2, (workers, assistants)
+    os.kill(assistants[1], signal.SIGKILL)  # one rank's Assistant only
+    start = time.monotonic()
+    try:
+        out, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("the workers did not end:\n" + "".join(lines)[-3000:])
+    out = "".join(lines) + out
+    if fallback == "error":
+        assert proc.returncode != 0 and time.monotonic() - start < 30
+        assert "killed by SIGKILL" in out and "--assistant-fallback uniform" in out
+    else:
+        assert proc.returncode == 0, out[-3000:]
+        assert "continuing this run on uniform batches" in out
+        assert "num_updates 150" in out
+    assert not any(running(pid) for pid in workers + assistants)

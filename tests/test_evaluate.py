@@ -59,3 +59,14 @@ def test_evaluate_errors_name_the_missing_thing(trained, tmp_path):
     assert proc.returncode != 0 and "checkpoint_last.pt" in proc.stderr
     proc = run([SCRIPTS / "evaluate.sh", data, save_dir, "--avg-last", "9"], check=False)
     assert proc.returncode != 0 and "only 2" in proc.stderr
+
+
+def test_evaluate_passes_the_sacrebleu_tokenizer(trained):
+    """--tokenize picks sacreBLEU's tokenizer (e.g. zh, ja-mecab for other targets)."""
+    data, save_dir = trained
+    proc = run([SCRIPTS / "evaluate.sh", data, save_dir, "--checkpoint", "checkpoint_last.pt",
+                "--tokenize", "char", "--beam", "1", "--cpu", "--",
+                "--max-len-a", "1", "--max-len-b", "5"], timeout=300)
+    assert "|tok:char|" in proc.stdout and "tok:13a" not in proc.stdout
+    proc = run([SCRIPTS / "evaluate.sh", data, save_dir, "--tokenize"], check=False)
+    assert proc.returncode != 0 and "--tokenize needs a value" in proc.stderr

@@ -1,8 +1,12 @@
-"""scripts/prepare-corpus.sh and scripts/prepare-wmt14en2de.sh on real data (shared/)."""
+"""scripts/prepare-corpus.sh and scripts/prepare-wmt14en2de.sh on real data (shared/),
+and the training-data filters (scripts/clean_corpus.py) on a corpus whose two languages
+are segmented differently, as English and pre-segmented Japanese are."""
 
 import gzip
 import json
+import random
 import shutil
+import sys
 import time
 
 import pytest
@@ -48,6 +52,29 @@ def multi30k_slice(tmp_path_factory):
     return raw
 
 
+def read_lines(path):
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", newline="\n") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def assert_kept_lines_map(out, raw_src, raw_tgt, src, tgt, n_train):
+    """OUT/train.kept-lines: pair j of the binarised training set is line kept[j] of the
+    raw --train input (its encoding is exactly the j-th encoded training line)."""
+    import sentencepiece as spm
+
+    kept = [int(x) for x in (out / "train.kept-lines").read_text().split()]
+    assert len(kept) == n_train and kept == sorted(set(kept))
+    sp = spm.SentencePieceProcessor(model_file=str(out / "spm" / "spm.model"))
+    for raw, lang in ((raw_src, src), (raw_tgt, tgt)):
+        lines = read_lines(raw)
+        encoded = (out / "spm" / f"train.{lang}").read_text(encoding="utf-8").splitlines()
+        assert len(encoded) == n_train
+        pieces = sp.encode([" ".join(lines[k].split()) for k in kept], out_type=str)
+        assert [" ".join(p) for p in pieces] == encoded
+    return kept
+
+
 def prepare_args(raw, out, **names):
     return [SCRIPTS / "prepare-corpus.sh", "--src", "en", "--tgt", "de",
             "--train", raw / names.get("train", "train"), "--valid", raw / names.get("valid", "val"),
@@ -64,7 +91,7 @@ def prepared(multi30k_slice, tmp_path_factory):
 
 def test_prepare_corpus_binarizes_and_builds_features(prepared, multi30k_slice):
     out, proc, _ = prepared
-    for step in ("text/train", "bpe-train", "bpe-encode", "binarize", "features"):
+    for step in ("text/train", "bpe-train", "bpe-encode", "piece-filter", "binarize", "features"):
         assert f"step {step}:" in proc.stdout
     assert (out / "spm" / "spm.model").exists()
     for split in ("train", "valid", "test"):
@@ -75,13 +102,20 @@ def test_prepare_corpus_binarizes_and_builds_features(prepared, multi30k_slice):
     header = json.loads((out / "train.en-de.autoassist.json").read_text())
     assert header["num_rows"] == n_train
 
-    # cleaning: aligned pairs within 1-250 words and ratio 1.5; some of the 2000 dropped
-    src = (out / "raw" / "train.en").read_text().splitlines()
-    tgt = (out / "raw" / "train.de").read_text().splitlines()
+    # cleaning: aligned pairs of 1-250 pieces, piece ratio within 1.5 of the median (about
+    # 1 for en-de); some of the 2000 dropped
+    src = (out / "spm" / "train.en").read_text().splitlines()
+    tgt = (out / "spm" / "train.de").read_text().splitlines()
     assert len(src) == len(tgt) == n_train and 1500 < n_train < 2000
+    ratios = sorted(len(s.split()) / len(t.split()) for s, t in zip(src, tgt))
+    center = ratios[len(ratios) // 2]
+    assert 0.8 < center < 1.25
     for s, t in zip(src, tgt):
         ns, nt = len(s.split()), len(t.split())
-        assert 1 <= ns <= 250 and 1 <= nt <= 250 and ns <= 1.5 * nt and nt <= 1.5 * ns
+        assert 1 <= ns <= 250 and 1 <= nt <= 250
+        assert ns <= 1.5 * 1.05 * center * nt and center * nt <= 1.5 * 1.05 * ns
+    assert_kept_lines_map(out, multi30k_slice / "train.en.gz", multi30k_slice / "train.de",
+                          "en", "de", n_train)
     # valid/test: the raw references, unchanged
     assert (out / "raw" / "test.de").read_text() == (multi30k_slice / "test.de").read_text()
     assert dataset_len(out / "test.en-de.de") == 200
@@ -96,7 +130,7 @@ def test_prepare_corpus_rerun_reuses_finished_steps(prepared, multi30k_slice):
     start = time.perf_counter()
     proc = run(prepare_args(multi30k_slice, out))
     seconds = time.perf_counter() - start
-    assert proc.stdout.count("reusing") == 7, proc.stdout  # 3 text steps + 4 later steps
+    assert proc.stdout.count("reusing") == 8, proc.stdout  # 3 text steps + 5 later steps
     assert [p.stat().st_mtime_ns for p in watched] == mtimes
     assert seconds < first_seconds / 3
 
@@ -165,7 +199,7 @@ def test_prepare_wmt14_offline_on_the_sample(tmp_path):
                 "--train-prefix", "train-sample.tok", "--bpe-size", "1000", "--no-download"],
                timeout=300)
     assert "fairseq-preprocess --joined" not in proc.stdout
-    assert proc.stdout.count("reusing") == 10, proc.stdout  # 3 + 7 steps
+    assert proc.stdout.count("reusing") == 11, proc.stdout  # 3 + 8 steps
 
 
 def test_prepare_wmt14_offline_missing_files_are_listed(tmp_path):
@@ -176,3 +210,175 @@ def test_prepare_wmt14_offline_missing_files_are_listed(tmp_path):
                  "newstest2013-src.en.sgm", "newstest2014-deen-src.en.sgm"):
         assert name in proc.stderr
     assert str(tmp_path / "raw") in proc.stderr
+
+
+# -- a language pair segmented differently -------------------------------------------------
+def write_segmented_pair(raw, n=1500, seed=3):
+    """An English-Japanese-like corpus: the "en" side has few long words, the "ja" side
+    the same content as many short tokens (each word becomes two tokens of one or two
+    kana, and every second word gets a particle), so "ja" has 2 to 2.5 times the tokens
+    of "en" on every pair, in words and in BPE pieces alike (a BPE of 1000 pieces holds
+    each of the 100 words and their tokens whole). Lines 5, 17 and 600 have an empty side, and 30 pairs (ids
+    ``BAD``) are misaligned: their "ja" side belongs to a sentence 4 times as long.
+    Returns the ids of the broken pairs."""
+    rng = random.Random(seed)
+    kana = [chr(c) for c in range(0x3042, 0x3094)]
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = ["".join(rng.choice(letters) for _ in range(rng.randint(6, 11))) for _ in range(100)]
+    tokens = {w: ["".join(rng.choice(kana) for _ in range(rng.randint(1, 2))) for _ in range(2)]
+              for w in words}
+    particles = ["は", "が", "を", "に", "で"]
+
+    def ja(sentence):
+        out = []
+        for i, w in enumerate(sentence):
+            out += tokens[w] + ([rng.choice(particles)] if i % 2 else [])
+        return " ".join(out) + " 。"
+
+    bad = set(rng.sample(range(50, n), 30))
+    en_lines, ja_lines = [], []
+    for i in range(n):
+        sentence = rng.choices(words, k=rng.randint(3, 12))
+        en_lines.append(" ".join(sentence) + " .")
+        ja_lines.append(ja(sentence + rng.choices(words, k=3 * len(sentence)) if i in bad
+                           else sentence))
+    for i in (5, 17, 600):
+        (en_lines if i % 2 else ja_lines)[i] = ""
+    (raw / "train.en").write_text("\n".join(en_lines) + "\n", encoding="utf-8")
+    (raw / "train.ja").write_text("\n".join(ja_lines) + "\n", encoding="utf-8")
+    for split in ("valid", "test"):
+        for lang, lines in (("en", en_lines), ("ja", ja_lines)):
+            (raw / f"{split}.{lang}").write_text("\n".join(lines[700:720]) + "\n", encoding="utf-8")
+    return bad | {5, 17, 600}
+
+
+@pytest.fixture(scope="module")
+def segmented(tmp_path_factory):
+    raw = tmp_path_factory.mktemp("en-ja-raw")
+    broken = write_segmented_pair(raw)
+    return raw, broken
+
+
+def segmented_args(raw, out, *flags):
+    return [SCRIPTS / "prepare-corpus.sh", "--src", "en", "--tgt", "ja", "--train", raw / "train",
+            "--valid", raw / "valid", "--test", raw / "test", "--out", out, "--bpe-size", "1000",
+            "--workers", "1", *flags]
+
+
+def test_moses_word_rule_would_drop_most_of_the_segmented_pair(segmented, tmp_path):
+    """The case that the filters must survive: Moses' rule on words (the old default)."""
+    raw, _ = segmented
+    proc = run([sys.executable, SCRIPTS / "clean_corpus.py", "--in-src", raw / "train.en",
+                "--in-tgt", raw / "train.ja", "--out-src", tmp_path / "en", "--out-tgt",
+                tmp_path / "ja", "--filter", "--absolute-ratio"])
+    kept = len((tmp_path / "en").read_text().splitlines())
+    assert kept < 0.3 * 1500
+    assert "WARNING" in proc.stderr and "--absolute-ratio or --no-ratio-filter" in proc.stderr
+
+
+def test_prepare_corpus_keeps_a_differently_segmented_pair(segmented, tmp_path):
+    raw, broken = segmented
+    out = tmp_path / "data"
+    proc = run(segmented_args(raw, out))
+    assert "WARNING" not in proc.stdout + proc.stderr
+    kept = assert_kept_lines_map(out, raw / "train.en", raw / "train.ja", "en", "ja",
+                                 dataset_len(out / "train.en-ja.en"))
+    # everything but the broken pairs (a few clean ones may fall just outside the ratio)
+    assert not set(kept) & {5, 17, 600}
+    assert len(set(kept) & broken) <= 3
+    assert len(kept) >= 0.97 * (1500 - len(broken))
+    assert "median" in proc.stdout
+
+    # --absolute-ratio (Moses' rule on pieces) drops every pair: a clear stop, with why
+    proc = run(segmented_args(raw, out, "--absolute-ratio"), check=False)
+    assert proc.returncode != 0
+    assert "WARNING: 1497 of 1497 pairs (100.0%) were dropped" in proc.stderr
+    assert "token ratio off 1 (--absolute-ratio) by more than a factor 1.5" in proc.stderr
+    assert "change with --ratio R, --absolute-ratio or --no-ratio-filter" in proc.stderr
+    assert "no training pairs left after the piece filters" in proc.stderr
+    # with --ratio 2.2 it keeps the pairs of 3 to 5 words (ja/en pieces 2 to 2.2)
+    proc = run(segmented_args(raw, out, "--absolute-ratio", "--ratio", "2.2"))
+    assert "step bpe-train: reusing" in proc.stdout and "step piece-filter: keeping" in proc.stdout
+    n_absolute = dataset_len(out / "train.en-ja.en")
+    assert 0 < n_absolute < 0.5 * len(kept)
+    assert all(len(line.split()) <= 6 for line in  # 5 words and the full stop
+               (out / "spm" / "train.en").read_text(encoding="utf-8").splitlines())
+    assert f"WARNING: {1497 - n_absolute} of 1497 pairs" in proc.stderr
+    assert len((out / "train.kept-lines").read_text().split()) == n_absolute
+
+    # --no-ratio-filter --max-len 20: exactly the pairs with a side over 20 pieces are dropped
+    proc = run(segmented_args(raw, out, "--no-ratio-filter", "--max-len", "20"))
+    ja_pieces = [len(line.split()) for line in
+                 (out / "spm" / "train.unfiltered.ja").read_text(encoding="utf-8").splitlines()]
+    en_pieces = [len(line.split()) for line in
+                 (out / "spm" / "train.unfiltered.en").read_text(encoding="utf-8").splitlines()]
+    expected = sum(1 for a, b in zip(en_pieces, ja_pieces) if a <= 20 and b <= 20)
+    assert expected < 0.85 * 1497  # enough to warn
+    assert dataset_len(out / "train.en-ja.en") == expected
+    assert f"kept {expected} of 1497 pairs ({1497 - expected} dropped: {1497 - expected} with " \
+        "a side under 1 or over 20 tokens)" in proc.stdout
+    assert "with a side under 1 or over 20 tokens; change with --min-len N / --max-len N" \
+        in proc.stderr
+    assert_kept_lines_map(out, raw / "train.en", raw / "train.ja", "en", "ja", expected)
+
+
+def test_prepare_corpus_rejects_bad_filter_values(segmented, tmp_path):
+    raw, _ = segmented
+    for flags, message in ((["--ratio", "0.5"], "--ratio needs a number of at least 1"),
+                           (["--max-len", "ten"], "--max-len needs a whole number"),
+                           (["--max-len"], "--max-len needs a value")):
+        proc = run(segmented_args(raw, tmp_path / "out", *flags), check=False)
+        assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+        assert not (tmp_path / "out" / "raw").exists()
+
+
+def test_clean_corpus_rules(tmp_path):
+    """Each rule on a small corpus: counts, the median ratio, line ids through two steps."""
+    src = ["a b c d", "", "a b", "a " * 300, "a b c d e f g h i j k l", "a b c", "x" * 50]
+    tgt = ["a b c d e f g h", "a", "a b c d", "a", "a b", "a b c d e f", "y"]
+    (tmp_path / "in.s").write_text("\n".join(src) + "\n")
+    (tmp_path / "in.t").write_text("\n".join(tgt) + "\n")
+
+    def clean(*flags, ids_in=None):
+        args = [sys.executable, SCRIPTS / "clean_corpus.py", "--in-src", tmp_path / "in.s",
+                "--in-tgt", tmp_path / "in.t", "--out-src", tmp_path / "out.s", "--out-tgt",
+                tmp_path / "out.t", "--filter", "--line-ids-out", tmp_path / "ids", *flags]
+        if ids_in:
+            (tmp_path / "ids.in").write_text("".join(f"{i}\n" for i in ids_in))
+            args += ["--line-ids-in", tmp_path / "ids.in"]
+        proc = run(args)
+        return [int(x) for x in (tmp_path / "ids").read_text().split()], proc
+
+    # median src/tgt of the pairs that pass the other rules: 0.5 (lines 0, 2, 5), so line 4
+    # (ratio 6) is off by a factor 12 and line 6 (1 against 1) by a factor 2
+    kept, proc = clean()
+    assert kept == [0, 2, 5]
+    assert "kept 3 of 7 pairs (4 dropped: 1 with an empty side; 1 with a side under 1 or " \
+        "over 250 tokens; 2 with a src/tgt token ratio off the corpus median 0.500" in proc.stdout
+    assert "WARNING: 4 of 7 pairs (57.1%) were dropped" in proc.stderr
+    assert (tmp_path / "out.s").read_text().splitlines() == [src[0], src[2], src[5]]
+    assert (tmp_path / "out.t").read_text().splitlines() == [tgt[0], tgt[2], tgt[5]]
+    assert clean("--absolute-ratio")[0] == [6]
+    assert clean("--no-ratio-filter")[0] == [0, 2, 4, 5, 6]
+    assert clean("--no-ratio-filter", "--max-chars", "40")[0] == [0, 2, 4, 5]
+    assert clean("--no-ratio-filter", "--max-len", "0")[0] == [0, 2, 3, 4, 5, 6]
+    assert clean("--no-ratio-filter", "--min-len", "2")[0] == [0, 2, 4, 5]
+    assert clean("--ratio", "12.5")[0] == [0, 2, 4, 5, 6]
+    # ids of an earlier step are carried through
+    assert clean("--ratio", "12.5", ids_in=[10, 11, 12, 13, 14, 15, 16])[0] == [10, 12, 14, 15, 16]
+    # no warning when the share dropped is within --warn-above
+    kept, proc = clean("--no-ratio-filter", "--max-len", "0", "--warn-above", "0.15")
+    assert len(kept) == 6 and "WARNING" not in proc.stderr
+
+
+def test_clean_corpus_errors_name_the_problem(tmp_path):
+    (tmp_path / "in.s").write_text("a\nb\n")
+    (tmp_path / "in.t").write_text("a\nb\n")
+    (tmp_path / "ids").write_text("0\n")
+    base = [sys.executable, SCRIPTS / "clean_corpus.py", "--in-src", tmp_path / "in.s",
+            "--in-tgt", tmp_path / "in.t", "--out-src", tmp_path / "o.s", "--out-tgt",
+            tmp_path / "o.t", "--filter"]
+    proc = run(base + ["--line-ids-in", tmp_path / "ids"], check=False)
+    assert proc.returncode == 2 and "holds 1 line ids but the input has 2 lines" in proc.stderr
+    proc = run(base + ["--ratio", "0.9"], check=False)
+    assert proc.returncode == 2 and "--ratio must be at least 1 (got 0.9)" in proc.stderr

@@ -1,11 +1,12 @@
 """End to end: fairseq-train --task autoassist_translation with the paper's Boss families."""
 
-import json
+import re
 import sys
 
+import numpy as np
 import pytest
 
-from utils import REPO, USER_DIR, log_records, run, train_args
+from utils import REPO, USER_DIR, log_records, read_trace, run, train_args
 
 ARCHS = {
     "transformer": None,  # utils.TINY_TRANSFORMER
@@ -34,7 +35,8 @@ def _check_assistant_took_over(output):
     records = log_records(output)
     assert records[-1]["num_updates"] == 400
     late = records[len(records) // 2:]  # after warm-up
-    assert all(r["aa_accept_sent"] < 1 for r in late[-3:]), late[-3:]
+    accept = [r["aa_accept_sent"] for r in late]
+    assert sum(accept) / len(accept) < 0.95 and min(accept) < 0.9, accept
     assert late[-1]["aa_acc"] > late[-1]["aa_acc_base"]  # better than the majority guess
     assert late[-1]["aa_lambda"] > 0
     assert late[-1]["aa_skip_tok"] > 0
@@ -74,43 +76,34 @@ def test_reweighted_training_still_skips(train_data, tmp_path):
     _check_assistant_took_over(proc.stdout)
 
 
-def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(train_data, transformer_run,
-                                                            tmp_path):
-    save_dir, _ = transformer_run
-    out, losses = tmp_path / "diagnosis.json", tmp_path / "losses.npz"
-    run([sys.executable, REPO / "scripts" / "diagnose_assistant.py", "--data", train_data,
-         "--checkpoint", save_dir / "checkpoint_last.pt", "--out", out, "--losses-out", losses])
-    d = json.loads(out.read_text())
-    assert d["pairs"] == 2000 and d["lambda"] > 0
-    assert d["spearman_g_loss"] > 0.3  # g ranks pairs by the Boss's actual loss
-    assert d["accuracy_vs_threshold"] > d["majority_share"]
-    # the pairs it expects to skip hold less of the loss than of the tokens
-    assert 0 < d["skipped_share_loss"] < d["skipped_share_tokens"] < 1
-    # an oracle skipping the lowest-loss pairs first does at least as well, and skips
-    # less than its token share of the loss
-    assert 0 < d["oracle_skipped_share_loss"] <= d["skipped_share_loss"]
-    assert 0 < d["oracle_skipped_share_loss_at_35pct_tokens"] < 0.35
-    quintiles = [q["loss_mean"] for q in d["by_accept_quintile"]]
-    assert quintiles[0] < quintiles[-1]  # least accepted: lowest loss
-
-    # the saved losses replay offline: the defaults learn to skip low-loss pairs,
-    # lambda_max=0 skips nothing
-    replay_out = tmp_path / "replay.json"
-    run([sys.executable, REPO / "scripts" / "replay_assistant.py", "--data", train_data,
-         "-s", "src", "-t", "tgt", "--losses", losses, "--batches", "300", "--batch-size", "64",
-         "--set", "", "--set", "lambda_max=0", "--out", replay_out])
-    defaults, no_skip = json.loads(replay_out.read_text())["results"]
-    assert defaults["spearman_g_loss"] > 0.3 and defaults["lambda"] > 0
-    assert (defaults["oracle_skipped_share_loss"] <= defaults["skipped_share_loss"]
-            < defaults["skipped_share_tokens"])
-    assert no_skip["lambda"] == 0 and no_skip["skipped_share_tokens"] == 0
-    bad = run([sys.executable, REPO / "scripts" / "replay_assistant.py", "--data", train_data,
-               "-s", "src", "-t", "tgt", "--losses", losses, "--set", "lr=2,speed=3"],
-              check=False)
-    assert bad.returncode != 0 and "speed=3" in bad.stderr and "weight_decay" in bad.stderr
-
-
 def test_diagnosis_of_a_checkpoint_without_assistant_is_an_error(train_data, tmp_path):
     missing = run([sys.executable, REPO / "scripts" / "diagnose_assistant.py", "--data",
                    train_data, "--checkpoint", tmp_path / "nope.pt"], check=False)
     assert missing.returncode != 0 and "nope.pt not found" in missing.stderr
+
+
+def test_boss_trains_fewer_tokens_per_epoch_than_translation(train_data, tmp_path):
+    """Skipped pairs stay skipped: later epochs train clearly fewer tokens than a full
+    pass (what plain ``translation`` trains every epoch), and the Boss never trains more
+    tokens than the Assistant accepted (nothing is added back to fill an epoch)."""
+    from fairseq.data import data_utils
+
+    proc = run(train_args(train_data, tmp_path, extra=[
+        "--max-epoch", "6", "--assistant-trace-dir", tmp_path / "trace"]))
+    datasets = [data_utils.load_indexed_dataset(str(train_data / f"train.src-tgt.{lang}"), None)
+                for lang in ("src", "tgt")]
+    sizes = [np.array(ds.sizes) for ds in datasets]  # a view of the memory map: copied
+    tokens = sizes[0] + sizes[1]
+    full_pass = int(tokens.sum())
+    per_epoch = {}
+    for epoch, _, ids in read_trace(tmp_path / "trace"):
+        per_epoch[epoch] = per_epoch.get(epoch, 0) + int(tokens[ids].sum())
+    assert sorted(per_epoch) == [1, 2, 3, 4, 5, 6]
+    assert per_epoch[1] <= full_pass * 1.02  # one pass's worth of batches
+    assert max(per_epoch[e] for e in (4, 5, 6)) < 0.92 * full_pass, (per_epoch, full_pass)
+    last = [line for line in proc.stdout.splitlines() if "| train | epoch 006" in line][0]
+    boss_tok, skip_tok = (int(re.search(rf"{key} (\d+)", last).group(1))
+                          for key in ("aa_boss_tok", "aa_skip_tok"))
+    trained = sum(per_epoch.values())
+    assert boss_tok == trained
+    assert skip_tok > 0.05 * trained

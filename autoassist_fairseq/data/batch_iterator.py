@@ -13,6 +13,7 @@ epoch, the training step before a checkpoint, and the start of validation.
 """
 
 import logging
+import threading
 import time
 from typing import Callable, List, Optional
 
@@ -28,6 +29,8 @@ from .checkpoint import from_checkpoint, to_checkpoint
 
 logger = logging.getLogger(__name__)
 
+# How often the training thread checks that the Assistant process is alive (seconds).
+LIVENESS_INTERVAL = 1.0
 FALLBACK_HINT = ("to keep training on uniform batches when the Assistant fails, rerun with "
                  "--assistant-fallback uniform")
 
@@ -86,6 +89,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.wait_seconds = 0.0
         self._logged = {}
         self._logged_nonfinite = 0
+        self._next_check = 0.0
+        self._failure_lock = threading.RLock()
+        self._generator_lock = threading.Lock()  # the uniform fallback's windows
         self._dropped = 0
 
     # -- EpochBatchIterating ------------------------------------------------------------
@@ -201,8 +207,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             self.generator.begin_epoch(self.epoch)
         state = self.stream.restart()
         if self.uniform:
-            self.generator.load_state_dict(state)
-            self.generator.accept_all = True
+            with self._generator_lock:
+                self.generator.load_state_dict(state)
+                self.generator.accept_all = True
             return
         try:
             self.process.send(BeginEpoch(int(state["epoch"]), state, self.annealing))
@@ -224,7 +231,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         try:
             while True:
                 if self.uniform:
-                    return self.generator.next_window(None)
+                    with self._generator_lock:
+                        return self.generator.next_window(None)
                 try:
                     return self.process.get()
                 except AssistantDied as err:
@@ -232,9 +240,27 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         finally:
             self.wait_seconds += time.perf_counter() - start
 
+    def check_assistant(self) -> None:
+        """Called at every training step: a dead Assistant is noticed within a second, even
+        while the Boss still trains on windows it received before the death."""
+        now = time.monotonic()
+        if self.uniform or self.process is None or now < self._next_check:
+            return
+        self._next_check = now + LIVENESS_INTERVAL
+        try:
+            self.process.check_alive()
+        except AssistantDied as err:
+            self._on_failure(err)
+
     def _on_failure(self, err: AssistantDied) -> None:
         """Fall back to uniform batches; with ``--assistant-fallback error`` also stop the
         run: at once on one worker, at the next update on every rank of many."""
+        with self._failure_lock:  # the training thread and a loader thread may both see it
+            if self.uniform:
+                return
+            self._fail(err)
+
+    def _fail(self, err: AssistantDied) -> None:
         if self.fallback != "uniform" and self.num_shards == 1:
             raise AssistantDied(f"{err}\n{FALLBACK_HINT[0].upper()}{FALLBACK_HINT[1:]}") \
                 from None
@@ -244,9 +270,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         else:
             logger.warning(f"{err}\n--assistant-fallback uniform: continuing this run on "
                            "uniform batches (no pair is skipped from now on)")
-        self.uniform = True
         if self.process is not None:
             self.process.shutdown()
+        self.uniform = True
         self._restart_stream()
 
     # -- collectives ----------------------------------------------------------------------
@@ -271,6 +297,12 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             rank, cause = failed[0]
             raise AssistantDied(f"the Assistant of worker {rank} failed, so every worker "
                                 f"stops: {cause}\n{FALLBACK_HINT[0].upper()}{FALLBACK_HINT[1:]}")
+
+    def stop_on_failure(self) -> None:
+        """Raise on every rank once any rank's Assistant failed (with fallback error)."""
+        cause = self.failure or "on another worker (its log has the cause)"
+        raise AssistantDied(f"an Assistant process failed, so every worker stops at this "
+                            f"update: {cause}\n{FALLBACK_HINT[0].upper()}{FALLBACK_HINT[1:]}")
 
     def sync_checkpoint_state(self) -> None:
         """Gather every rank's stream and Assistant state, so that the checkpoint that rank

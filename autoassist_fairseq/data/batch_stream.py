@@ -83,7 +83,9 @@ class BatchStream:
         self.pending: Deque[Batch] = deque()  # taken, not yet issued
         self.issued: List[Batch] = []  # issued in the current epoch, in order
         self.issued_offset = 0  # consumed count of the epoch at issued[0]
-        self.totals = dict.fromkeys(COUNTERS, 0)
+        self.totals = dict.fromkeys(COUNTERS, 0.0)
+        self._untold = dict.fromkeys(COUNTERS, 0.0)  # counts of windows taken, not yet issued
+        self._untold_batches = 0
         self.rate = _RateEstimate(windows=generator.num_windows)
         self.assistant_stats: dict = {}
         self.generation = 0  # restarts of the Assistant's stream; older windows are dropped
@@ -103,6 +105,7 @@ class BatchStream:
                 if self.pending:
                     batch = self.pending.popleft()
                     self.issued.append(batch)
+                    self._count_issue()
                     return batch
             window = next_window()
             with self.lock:
@@ -124,11 +127,26 @@ class BatchStream:
                                 else None))
         self.gen_state = window.state_after
         for key in COUNTERS:
-            self.totals[key] += getattr(window, key)
+            self._untold[key] += getattr(window, key)
+        self._untold_batches += len(window.batches)
         if window.considered_tokens:
             self.rate.add(window.expected_token_rate, window.considered_tokens)
         if window.stats:
             self.assistant_stats = window.stats
+
+    def taken(self, key: str) -> float:
+        """A counter over every window taken so far (issued or not)."""
+        return self.totals[key] + self._untold[key]
+
+    def _count_issue(self) -> None:
+        """Credit a window's counts to its batches as they are issued, so that every logging
+        interval (not only those in which a window arrives) shows what was skipped."""
+        share = 1.0 / max(1, self._untold_batches)
+        for key in COUNTERS:
+            moved = self._untold[key] * share
+            self.totals[key] += moved
+            self._untold[key] -= moved
+        self._untold_batches = max(0, self._untold_batches - 1)
 
     # -- checkpoints ----------------------------------------------------------------------
     def state(self, consumed: int) -> StreamState:

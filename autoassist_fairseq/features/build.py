@@ -112,11 +112,15 @@ def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autoassist-features",
         description="Build the TF-IDF features of every source-target pair of a binarised "
-                    "fairseq dataset (the output of fairseq-preprocess), for the AutoAssist task.")
+                    "fairseq dataset (the output of fairseq-preprocess), for the AutoAssist task.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  autoassist-features data-bin/wmt14 --source-lang en "
+               "--target-lang de --split train")
     parser.add_argument("data_dir", help="directory written by fairseq-preprocess")
     parser.add_argument("-s", "--source-lang", required=True, help="source language")
     parser.add_argument("-t", "--target-lang", required=True, help="target language")
-    parser.add_argument("--split", default="train", help="dataset split (default: train)")
+    parser.add_argument("--split", default="train",
+                        help="dataset split whose features to build (default: train)")
     return parser
 
 

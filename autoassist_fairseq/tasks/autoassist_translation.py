@@ -27,6 +27,7 @@ from ..data.batch_generator import BatchGenerator
 from ..data.batch_iterator import AutoAssistEpochBatchIterator
 from ..features.store import FeatureStore, build_command, dataset_fingerprint, feature_prefix
 from ..losses import BossLosses, capture_token_losses, check_criterion, sentence_losses
+from .language_pair import check_language_pair
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +117,12 @@ class AutoAssistTranslationTask(TranslationTask):
     """
 
     cfg: AutoAssistTranslationConfig
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        # a pair the data does not hold: say which pairs it does, not "dict.xx.txt missing"
+        check_language_pair(utils.split_paths(cfg.data)[0], cfg.source_lang, cfg.target_lang)
+        return super().setup_task(cfg, **kwargs)
 
     def __init__(self, cfg: AutoAssistTranslationConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
@@ -243,6 +250,7 @@ class AutoAssistTranslationTask(TranslationTask):
                 sample, model, criterion, optimizer, update_num, ignore_grad)
             stats = {}
         else:
+            itr.check_assistant()
             if update_num != self._last_update:  # the first micro-batch of an update
                 self._last_update = update_num
                 self._before_update(itr, update_num)
@@ -305,8 +313,7 @@ class AutoAssistTranslationTask(TranslationTask):
 
         if total("aa_failed") and self.train_iterator is not None:
             # the logs are summed over all ranks: every rank stops at this same update
-            self.train_iterator.raise_if_failed([self.train_iterator.failure or "see the "
-                                                 "log of the worker whose Assistant failed"])
+            self.train_iterator.stop_on_failure()
         for key in ("considered_pairs", "considered_tokens", "accepted_pairs",
                     "accepted_tokens", "boss_tokens", "boss_padded_tokens", "wait_seconds"):
             metrics.log_scalar_sum("_aa_" + key, total("aa_" + key))

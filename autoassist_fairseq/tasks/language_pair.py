@@ -1,0 +1,69 @@
+"""Check a given language pair against the data directory before fairseq loads it.
+
+fairseq's ``TranslationTask.setup_task`` infers the pair from the file names when
+``--source-lang/--target-lang`` are not given; when they are given but do not match the
+data, it fails on a bare ``dict.{lang}.txt`` path. :func:`check_language_pair` turns that
+into a message that lists the pairs the directory holds and names the fix.
+"""
+
+import os
+import re
+from typing import List, Optional, Tuple
+
+# <split>.<src>-<tgt>.<lang>.idx, as fairseq-preprocess writes them
+# (data_utils.infer_language_pair reads the same part of the name)
+_BINARY = re.compile(r"^[^.]+\.([^.\-]+)-([^.\-]+)\.([^.\-]+)\.idx$")
+
+
+def language_pairs(data_path: str) -> List[Tuple[str, str]]:
+    """The (src, tgt) pairs of the binarised datasets in *data_path*, sorted.
+
+    Args:
+        data_path (str): a directory written by ``fairseq-preprocess``.
+    """
+    pairs = set()
+    for name in os.listdir(data_path):
+        m = _BINARY.match(name)
+        if m and m.group(3) in m.group(1, 2):
+            pairs.add((m.group(1), m.group(2)))
+    return sorted(pairs)
+
+
+def check_language_pair(data_path: str, src: Optional[str], tgt: Optional[str]) -> None:
+    """Raise a ``FileNotFoundError`` that names the fix when *data_path* lacks the
+    dictionaries of the given pair.
+
+    Nothing is checked when either language is None: fairseq then infers the pair from
+    the data directory.
+
+    Args:
+        data_path (str): the (first) data directory of ``--data``.
+        src (str, optional): the ``--source-lang`` given (default: None).
+        tgt (str, optional): the ``--target-lang`` given (default: None).
+
+    Raises:
+        FileNotFoundError: when *data_path* is not a directory, or when
+            ``dict.{src}.txt`` or ``dict.{tgt}.txt`` is missing from it.
+    """
+    if src is None or tgt is None:
+        return
+    if not os.path.isdir(data_path):
+        raise FileNotFoundError(f"Dataset not found: data directory {data_path} does not exist")
+    missing = [f"dict.{lang}.txt" for lang in (src, tgt)
+               if not os.path.isfile(os.path.join(data_path, f"dict.{lang}.txt"))]
+    if not missing:
+        return
+    pairs = language_pairs(data_path)
+    if pairs:
+        found = ", ".join(f"{s}-{t}" for s, t in pairs)
+        s0, t0 = pairs[0]
+        fix = (f"drop --source-lang/--target-lang (task.source_lang/task.target_lang) to "
+               f"let fairseq infer the pair, or set them to the pair found: "
+               f"--source-lang {s0} --target-lang {t0}")
+    else:
+        found = "none (no <split>.<src>-<tgt>.<lang>.idx files)"
+        fix = "point --data at a directory written by fairseq-preprocess (scripts/prepare-corpus.sh)"
+    raise FileNotFoundError(
+        f"--source-lang {src} --target-lang {tgt} do not match the data in {data_path}: "
+        f"{' and '.join(missing)} not found. Language pairs in that directory: {found}. "
+        f"Fix: {fix}.")

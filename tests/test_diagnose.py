@@ -1,0 +1,137 @@
+"""autoassist-diagnose (autoassist_fairseq/diagnose.py): figures, verdict, noise shares, errors."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autoassist_fairseq import diagnose
+from utils import BIN, REPO, make_binarized, run, train_args
+
+
+@pytest.fixture(scope="module")
+def diag_run(tmp_path_factory):
+    """A 2000-pair toy corpus (30% noisy pairs: random targets) and a 400-update run."""
+    root = tmp_path_factory.mktemp("diagnose")
+    data = make_binarized(root, n_train=2000, n_valid=100)
+    save_dir = root / "ckpt"
+    run(train_args(data, save_dir, extra=["--max-update", "400"]))
+    return data, save_dir / "checkpoint_last.pt"
+
+
+def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(diag_run, tmp_path):
+    data, checkpoint = diag_run
+    out, losses = tmp_path / "diagnosis.json", tmp_path / "losses.npz"
+    run([sys.executable, REPO / "scripts" / "diagnose_assistant.py", "--data", data,
+         "--checkpoint", checkpoint, "--out", out, "--losses-out", losses])
+    d = json.loads(out.read_text())
+    assert d["pairs"] == 2000 and d["lambda"] > 0
+    assert d["spearman_g_loss"] > 0.3  # g ranks pairs by the Boss's actual loss
+    assert d["accuracy_vs_threshold"] > d["majority_share"]
+    # the pairs it expects to skip hold less of the loss than of the tokens
+    assert 0 < d["skipped_share_loss"] < d["skipped_share_tokens"] < 1
+    # an oracle skipping the lowest-loss pairs first does at least as well, and skips
+    # less than its token share of the loss
+    assert 0 < d["oracle_skipped_share_loss"] <= d["skipped_share_loss"]
+    assert 0 < d["oracle_skipped_share_loss_at_35pct_tokens"] < 0.35
+    quintiles = [q["loss_mean"] for q in d["by_accept_quintile"]]
+    assert quintiles[0] < quintiles[-1]  # least accepted: lowest loss
+
+    # the saved losses replay offline: the defaults learn to skip low-loss pairs,
+    # lambda_max=0 skips nothing
+    replay_out = tmp_path / "replay.json"
+    run([sys.executable, REPO / "scripts" / "replay_assistant.py", "--data", data,
+         "-s", "src", "-t", "tgt", "--losses", losses, "--batches", "300", "--batch-size", "64",
+         "--set", "", "--set", "lambda_max=0", "--out", replay_out])
+    defaults, no_skip = json.loads(replay_out.read_text())["results"]
+    assert defaults["spearman_g_loss"] > 0.3 and defaults["lambda"] > 0
+    assert (defaults["oracle_skipped_share_loss"] <= defaults["skipped_share_loss"]
+            < defaults["skipped_share_tokens"])
+    assert no_skip["lambda"] == 0 and no_skip["skipped_share_tokens"] == 0
+    bad = run([sys.executable, REPO / "scripts" / "replay_assistant.py", "--data", data,
+               "-s", "src", "-t", "tgt", "--losses", losses, "--set", "lr=2,speed=3"],
+              check=False)
+    assert bad.returncode != 0 and "speed=3" in bad.stderr and "weight_decay" in bad.stderr
+
+
+def test_console_command_reports_noise_and_a_verdict(diag_run, tmp_path):
+    data, checkpoint = diag_run
+    # the toy corpus's noisy pairs carry the source word "noise" and a random target; the
+    # labels file has one extra raw line first (as if cleaning had dropped it), so the
+    # kept-lines mapping must shift every id by one
+    sources = (Path(data).parent / "raw" / "train.src").read_text().splitlines()
+    labels = ["clean"] + ["misaligned" if "noise" in s.split() else "clean" for s in sources]
+    (tmp_path / "labels").write_text("\n".join(labels) + "\n")
+    kept = Path(data) / "train.kept-lines"
+    kept.write_text("".join(f"{i + 1}\n" for i in range(len(sources))))
+    try:
+        proc = run([BIN / "autoassist-diagnose", "--data", data, "--checkpoint", checkpoint,
+                    "--noise-labels", tmp_path / "labels", "--out", tmp_path / "d.json"])
+    finally:
+        kept.unlink()
+    d = json.loads((tmp_path / "d.json").read_text())
+    noise = d["noise"]["assistant"]
+    share = sum(label != "clean" for label in labels) / len(sources)
+    assert abs(noise["corpus"] - share) < 0.05  # token share, close to the pair share
+    # loss-based skipping keeps the noisy (always hard) pairs: the skipped tokens hold less
+    # noise than the corpus, the trained ones more
+    assert noise["skipped"] < noise["corpus"] < noise["trained"]
+    assert d["noise"]["oracle_at_reference"]["skipped"] < noise["corpus"]
+    assert d["verdict"] in ("pays", "oracle-only", "no")
+    assert f"verdict: {d['verdict']}" in proc.stdout
+    assert "Boss tokens skipping would save" in proc.stdout
+    assert d["cost"]["wall_s"] > 0 and d["cost"]["cpu_s"] > 0
+
+
+@pytest.mark.parametrize("oracle, assistant, share, expected", [
+    (0.71, 0.90, 0.28, "no"),  # Multi30k, epoch 12: an oracle gains little
+    (0.40, 0.90, 0.28, "oracle-only"),  # the Assistant does not find the easy pairs
+    (0.40, 0.60, 0.02, "oracle-only"),  # it barely skips
+    (0.40, 0.60, 0.30, "pays"),
+    (0.50, 0.75, 0.05, "pays"),  # the bounds are inclusive
+])
+def test_verdict_rule(oracle, assistant, share, expected):
+    code, reason = diagnose.verdict(oracle, assistant, share)
+    assert code == expected and reason
+    assert diagnose.verdict(oracle, assistant, share, max_density=0.3)[0] in (
+        "no" if oracle > 0.3 else expected,)
+
+
+def test_densities_and_noise_shares_on_constructed_losses():
+    losses = np.array([0.1, 0.2, 5.0, 6.0])
+    ntok = np.array([10.0, 10.0, 10.0, 10.0])
+    # the easiest half of the tokens holds (1 + 2) / (1 + 2 + 50 + 60) of the loss
+    assert diagnose.oracle_skipped_loss(losses, ntok, 0.5) == pytest.approx(3 / 113)
+    assert diagnose.density(0.1, 0.4) == pytest.approx(0.25) and diagnose.density(0.1, 0) is None
+    noisy = np.array([False, False, True, True])
+    shares = diagnose.noise_shares(noisy, np.array([1.0, 1.0, 1.0, 3.0]),
+                                   skip=np.array([1.0, 0.0, 0.0, 0.5]))
+    assert shares["corpus"] == pytest.approx(4 / 6)
+    assert shares["skipped"] == pytest.approx(1.5 / 2.5)
+    assert shares["trained"] == pytest.approx(2.5 / 3.5)
+
+
+def test_noise_labels_need_the_kept_lines(tmp_path):
+    (tmp_path / "labels").write_text("clean\nmisaligned\n")
+    with pytest.raises(diagnose.DiagnosisError, match="rerun scripts/prepare-corpus.sh"):
+        diagnose.read_noise_labels(str(tmp_path), "train", str(tmp_path / "labels"), 2)
+    (tmp_path / "train.kept-lines").write_text("0\n5\n")
+    with pytest.raises(diagnose.DiagnosisError, match="same corpus"):
+        diagnose.read_noise_labels(str(tmp_path), "train", str(tmp_path / "labels"), 2)
+    (tmp_path / "train.kept-lines").write_text("1\n0\n")
+    assert list(diagnose.read_noise_labels(str(tmp_path), "train", str(tmp_path / "labels"),
+                                           2)) == ["misaligned", "clean"]
+
+
+def test_bad_arguments_are_clear_errors(tmp_path):
+    missing = run([BIN / "autoassist-diagnose", "--data", tmp_path, "--checkpoint",
+                   tmp_path / "nope.pt"], check=False)
+    assert missing.returncode != 0 and "nope.pt not found" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    bad = run([BIN / "autoassist-diagnose", "--data", tmp_path, "--checkpoint", tmp_path,
+               "--reference-share", "1.5"], check=False)
+    assert bad.returncode == 2 and "--reference-share 1.5: must be in (0, 1)" in bad.stderr
+    helped = run([BIN / "autoassist-diagnose", "--help"])
+    assert "pays" in helped.stdout and "oracle-only" in helped.stdout
