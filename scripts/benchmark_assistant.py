@@ -179,8 +179,11 @@ def measure(args, workdir):
                          window_size=4096)
     gen.begin_epoch(1)
     t, n_batches = time.perf_counter(), 0
-    while (window := gen.next_window(assistant.accept_probability)) is not None:
+    while True:  # one data pass
+        window = gen.next_window(assistant.accept_probability)
         n_batches += len(window.batches)
+        if window.ends_pass:
+            break
     results["generator_batches_per_s_max_tokens_4096"] = n_batches / (time.perf_counter() - t)
     results["machine"] = {"cpu_cores_used": 1, "cpus": os.cpu_count(),
                           "processor": platform.processor() or platform.machine()}

@@ -10,8 +10,10 @@ translation`` (fairseq's uniform batches) and ``--task autoassist_translation
 nothing), ``--updates`` updates each, ``--repeats`` times, in the order A B, B A, A B, ...
 so that a drift of the machine's speed falls on both alike. No validation, no checkpoints.
 
-Boss seconds = fairseq's ``train_wall`` (time in training steps) plus, for AutoAssist, the
-time the Boss waited for its batches (``aa_wait_s``); Boss tokens = non-padding source +
+Boss seconds = the time fairseq's ``wps`` meter measures over each epoch (from its first
+update to its last: training steps and the wait for every batch, collation and the
+Assistant included), recovered per epoch as ``wpb * updates / wps``: both are logged with a
+decimal, where ``train_wall`` is rounded to whole seconds; Boss tokens = non-padding source +
 target tokens (EOS included): ``aa_boss_tok`` of the AutoAssist log, and for the baseline
 the same count of fairseq's batches it trained (scripts/benchmark.py's recount). The JSON
 holds both figures per run and their means, the ratio AutoAssist / baseline (goal: within
@@ -52,7 +54,13 @@ def boss_pace(records, tokens):
     epochs = [r for r in records if r["tag"] == "train"]
     if not epochs or not tokens:
         raise BenchmarkError("a run's log has no train line or no tokens: see its train.log")
-    seconds = sum(r.get("train_wall", 0.0) + r.get("aa_wait_s", 0.0) for r in epochs)
+    seconds, done = 0.0, 0
+    for r in sorted(epochs, key=lambda r: r["num_updates"]):
+        updates, done = r["num_updates"] - done, r["num_updates"]
+        if r.get("wps"):
+            seconds += r["wpb"] * updates / r["wps"]
+    if seconds <= 0:
+        raise BenchmarkError("a run's log has no wps on its train lines: see its train.log")
     return seconds, tokens, seconds / (tokens / 1e6)
 
 

@@ -59,8 +59,11 @@ def main():
                              window_size=w)
         gen.begin_epoch(1)
         batches = []
-        while (plan := gen.next_window(np.ones_like)) is not None:
+        while True:  # one data pass
+            plan = gen.next_window(np.ones_like)
             batches += plan.batches
+            if plan.ends_pass:
+                break
         print(f"| AutoAssist, window {w} | {len(batches)} | {padding(batches, src, tgt):.4f} |")
 
 
