@@ -32,7 +32,6 @@ import argparse
 import gzip
 import json
 import os
-import sys
 
 import numpy as np
 

@@ -366,7 +366,9 @@ def run_training(name, data, args, out):
     run_dir = out / name
     log_path, ckpt_dir = run_dir / "train.log", run_dir / "checkpoints"
     cmd = [sys.executable, "-m", "fairseq_cli.train", str(data)] + args
-    header = HEADER + shlex.join(cmd) + "\n"
+    # compared without this checkout's paths: another clone (a later session's) reuses it
+    header = HEADER + shlex.join(cmd).replace(sys.executable, "python").replace(
+        str(REPO), "<repo>") + "\n"
     old = log_path.read_text() if log_path.exists() else ""
     last = old[old.rfind(HEADER):] if HEADER in old else ""
     finished = last.startswith(header) and "done training" in last

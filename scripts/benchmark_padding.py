@@ -51,7 +51,7 @@ def main():
         order = order[np.argsort(src[order], kind="mergesort")]
     fairseq_batches = data_utils.batch_by_size(order, None, max_tokens=args.max_tokens,
                                                num_tokens_vec=np.maximum(src, tgt)[order])
-    print(f"| batching | batches | padding |\n|---|---|---|")
+    print("| batching | batches | padding |\n|---|---|---|")
     print(f"| fairseq (global length sort) | {len(fairseq_batches)} | "
           f"{padding(fairseq_batches, src, tgt):.4f} |")
     for w in args.windows:

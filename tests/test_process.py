@@ -421,3 +421,27 @@ def test_reader_stuck_on_half_message_never_blocks():
     finally:
         if holder:
             os.kill(holder, signal.SIGKILL)
+
+
+def test_non_finite_losses_are_dropped_by_the_real_assistant(tmp_path):
+    """A NaN or inf loss batch (fp16 overflow) reaches the process: the Assistant counts and
+    drops it, and its threshold stays finite."""
+    import scipy.sparse as sp
+
+    from autoassist_fairseq.assistant import Assistant, AssistantHParams
+    from autoassist_fairseq.features.store import FeatureStore
+
+    rows = sp.random(50, 20, density=0.3, format="csr", random_state=0, dtype=np.float32)
+    FeatureStore.save(str(tmp_path / "f"), rows, {})
+    make = functools.partial(Assistant, FeatureStore.open(str(tmp_path / "f")),
+                             AssistantHParams())
+    p = AssistantProcess(make, OneWindowGenerator)
+    try:
+        p.send_losses(np.arange(4), np.array([1.0, 2.0, 3.0, 4.0]))
+        p.send_losses(np.arange(4, 8), np.array([np.nan, np.inf, -np.inf, np.nan]))
+        p.send_losses(np.arange(8, 12), np.array([2.0, np.nan, 3.0, 5.0]))
+        stats = p.request_state()["stats"]
+    finally:
+        p.shutdown()
+    assert stats["nonfinite"] == 5
+    assert np.isfinite(stats["threshold"]) and stats["updates"] == 2

@@ -13,26 +13,19 @@ epoch, the training step before a checkpoint, and the start of validation.
 """
 
 import logging
-import threading
-import time
 from typing import Callable, List, Optional
 
 import numpy as np
 import torch
 from fairseq.data.iterators import BufferedIterator, CountingIterator, EpochBatchIterating
 
-from ..assistant.messages import BeginEpoch, LoadState
 from ..assistant.process import AssistantDied, AssistantProcess
+from .assistant_client import FALLBACK_HINT, AssistantClient
 from .batch_generator import BatchGenerator, weights_of
 from .batch_stream import BatchStream, StreamState, agree_num_batches
 from .checkpoint import from_checkpoint, to_checkpoint
 
 logger = logging.getLogger(__name__)
-
-# How often the training thread checks that the Assistant process is alive (seconds).
-LIVENESS_INTERVAL = 1.0
-FALLBACK_HINT = ("to keep training on uniform batches when the Assistant fails, rerun with "
-                 "--assistant-fallback uniform")
 
 
 class AutoAssistEpochBatchIterator(EpochBatchIterating):
@@ -66,19 +59,15 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.dataset = dataset
         self.collate_fn = collate_fn
         self.generator = generator
-        self.start_process = start_process
         self.epoch = max(epoch, 1)
-        self.fallback = fallback
         self.num_shards, self.shard_id = num_shards, shard_id
         self.all_gather = all_gather or (lambda obj: [obj])
         self.num_workers, self.buffer_size = num_workers, buffer_size
         self.anneal_epoch = anneal_epoch
         self.shuffle = True
         self.stream = BatchStream(generator, reweight=reweight)
-        self.process: Optional[AssistantProcess] = None
-        self.uniform = False  # True once we fell back to uniform batches
-        self.annealing = False
-        self.failure: Optional[str] = None  # an Assistant failure the ranks must stop on
+        self.client = AssistantClient(start_process, generator, self.stream, fallback,
+                                      num_shards)
         self._cur_epoch_itr = None
         self._num_batches = None
         self._resume: Optional[dict] = None  # checkpoint state, applied at next epoch start
@@ -86,12 +75,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.rank_states: List[Optional[dict]] = [None] * num_shards
         self._synced_at = None  # (epoch, consumed) of the rank states gathered last
         self._batches_before = 0  # batches trained before the current epoch iterator's start
-        self.wait_seconds = 0.0
         self._logged = {}
         self._logged_nonfinite = 0
-        self._next_check = 0.0
-        self._failure_lock = threading.RLock()
-        self._generator_lock = threading.Lock()  # the uniform fallback's windows
         self._dropped = 0
 
     # -- EpochBatchIterating ------------------------------------------------------------
@@ -120,7 +105,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         else:
             num_batches = self._agree_num_batches()
         if self.anneal_epoch is not None and self.epoch >= self.anneal_epoch:
-            self.start_annealing()
+            self.client.start_annealing()
         self._num_batches = num_batches
         self.stream.begin_epoch(offset)
         itr = _Collated(self, num_batches - offset)
@@ -155,12 +140,12 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             own = self._own_entry(resume)
             if resume.get("totals"):
                 self.stream.totals.update(resume["totals"])
-                self.wait_seconds = float(resume.get("wait_seconds", 0.0))
+                self.client.wait_seconds = float(resume.get("wait_seconds", 0.0))
                 self._batches_before = int(resume.get("batches_done", 0)) - offset
         if self._carry is not None:
             self.stream.totals.update(self._carry["totals"])
             self._batches_before = self._carry["batches_done"]
-            self.wait_seconds = self._carry["wait_seconds"]
+            self.client.wait_seconds = self._carry["wait_seconds"]
         if own is not None and own.get("stream") is not None:
             self.stream.restore(StreamState(**own["stream"]))
             logger.info(f"resuming the batch stream at pass {self.stream.gen_state['epoch']}, "
@@ -169,13 +154,10 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         elif resume is not None and offset > 0:
             logger.warning(f"this rank's batch plan is not in the checkpoint: epoch "
                            f"{self.epoch} goes on from a fresh pass")
-        if self.process is None and not self.uniform:
-            self.process = self.start_process()
+        if not self.client.started:
             assistant = (own or {}).get("assistant") or (self._carry or {}).get("assistant")
-            if assistant is not None:
-                self._load_assistant(assistant, "the previous data shard" if own is None
-                                     else "the checkpoint")
-            self._restart_stream()
+            self.client.start(self.epoch, assistant, "the checkpoint" if own is not None
+                              else "the previous data shard")
         self._carry = None
         return offset
 
@@ -190,97 +172,13 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             return {"assistant": (ranks[0] or {}).get("assistant")}
         return None
 
-    def _load_assistant(self, state: dict, source: str) -> None:
-        try:
-            self.process.send(LoadState(state))
-            s = self.process.request_state()["stats"]  # as the process now holds it
-        except AssistantDied as err:
-            self._on_failure(err)
-            return
-        logger.info(f"restored Assistant state: T_k={s['threshold']:.6f} "
-                    f"lambda_k={s['lambda']:.6f} accuracy={s['accuracy']:.6f} "
-                    f"after {s['updates']} updates (from {source})")
-
-    def _restart_stream(self) -> None:
-        """(Re)start the Assistant's windows where the Boss's stream stands."""
-        if self.stream.gen_state is None:  # a fresh run: pass number = epoch number
-            self.generator.begin_epoch(self.epoch)
-        state = self.stream.restart()
-        if self.uniform:
-            with self._generator_lock:
-                self.generator.load_state_dict(state)
-                self.generator.accept_all = True
-            return
-        try:
-            self.process.send(BeginEpoch(int(state["epoch"]), state, self.annealing))
-        except AssistantDied as err:
-            self._on_failure(err)
-
-    def start_annealing(self) -> None:
-        """Accept every pair from now on (InfoBatch's annealing; the Assistant goes on
-        learning). Windows already made are dropped, batches already taken are kept."""
-        if self.annealing:
-            return
-        self.annealing = True
-        logger.info("AutoAssist annealing: every pair is accepted from here to the end")
-        self._restart_stream()
-
-    def next_window(self):
-        """The next window of the current stream generation (used by :class:`BatchStream`)."""
-        start = time.perf_counter()
-        try:
-            while True:
-                if self.uniform:
-                    with self._generator_lock:
-                        return self.generator.next_window(None)
-                try:
-                    return self.process.get()
-                except AssistantDied as err:
-                    self._on_failure(err)
-        finally:
-            self.wait_seconds += time.perf_counter() - start
-
-    def check_assistant(self) -> None:
-        """Called at every training step: a dead Assistant is noticed within a second, even
-        while the Boss still trains on windows it received before the death."""
-        now = time.monotonic()
-        if self.uniform or self.process is None or now < self._next_check:
-            return
-        self._next_check = now + LIVENESS_INTERVAL
-        try:
-            self.process.check_alive()
-        except AssistantDied as err:
-            self._on_failure(err)
-
-    def _on_failure(self, err: AssistantDied) -> None:
-        """Fall back to uniform batches; with ``--assistant-fallback error`` also stop the
-        run: at once on one worker, at the next update on every rank of many."""
-        with self._failure_lock:  # the training thread and a loader thread may both see it
-            if self.uniform:
-                return
-            self._fail(err)
-
-    def _fail(self, err: AssistantDied) -> None:
-        if self.fallback != "uniform" and self.num_shards == 1:
-            raise AssistantDied(f"{err}\n{FALLBACK_HINT[0].upper()}{FALLBACK_HINT[1:]}") \
-                from None
-        if self.fallback != "uniform":
-            self.failure = str(err)
-            logger.error(f"{err}\nevery worker stops after this update ({FALLBACK_HINT})")
-        else:
-            logger.warning(f"{err}\n--assistant-fallback uniform: continuing this run on "
-                           "uniform batches (no pair is skipped from now on)")
-        if self.process is not None:
-            self.process.shutdown()
-        self.uniform = True
-        self._restart_stream()
-
     # -- collectives ----------------------------------------------------------------------
     def _agree_num_batches(self) -> int:
         """Batches in this epoch: the same on every rank, computed from every rank's view."""
-        rate = 1.0 if (self.uniform or self.annealing) else self.stream.rate.value
+        client = self.client
+        rate = 1.0 if (client.uniform or client.annealing) else self.stream.rate.value
         mine = {"full": self.generator.epoch_batch_count(self.epoch), "rate": rate,
-                "batches": self.batches_done, "failure": self.failure}
+                "batches": self.batches_done, "failure": client.failure}
         views = self.all_gather(mine)
         self.raise_if_failed([v["failure"] for v in views])
         batches = [v["batches"] for v in views]
@@ -299,10 +197,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                                 f"stops: {cause}\n{FALLBACK_HINT[0].upper()}{FALLBACK_HINT[1:]}")
 
     def stop_on_failure(self) -> None:
-        """Raise on every rank once any rank's Assistant failed (with fallback error)."""
-        cause = self.failure or "on another worker (its log has the cause)"
-        raise AssistantDied(f"an Assistant process failed, so every worker stops at this "
-                            f"update: {cause}\n{FALLBACK_HINT[0].upper()}{FALLBACK_HINT[1:]}")
+        self.client.stop_on_failure()
 
     def sync_checkpoint_state(self) -> None:
         """Gather every rank's stream and Assistant state, so that the checkpoint that rank
@@ -314,44 +209,33 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
 
     def _rank_state(self) -> dict:
         stream = self.stream.state(self.iterations_in_epoch)
-        return dict(self._assistant_state(), stream=vars(stream))
-
-    def _assistant_state(self) -> dict:
-        """``{"assistant": state, "stats": {...}}`` from the process (None values once it
-        is gone)."""
-        if not self.uniform and self.process is not None:
-            try:
-                return self.process.request_state()
-            except AssistantDied as err:
-                self._on_failure(err)
-        return {"assistant": None, "stats": None}
+        return dict(self.client.state(), stream=vars(stream))
 
     def export_carry(self) -> dict:
         """What the iterator of the next data shard takes over (``--data a:b``)."""
-        return {"assistant": self._assistant_state()["assistant"],
+        return {"assistant": self.client.state()["assistant"],
                 "totals": dict(self.stream.totals), "batches_done": self.batches_done,
-                "wait_seconds": self.wait_seconds}
+                "wait_seconds": self.client.wait_seconds}
 
     # -- Boss -> Assistant ----------------------------------------------------------------
     def report_losses(self, ids: np.ndarray, losses: np.ndarray) -> None:
         """Per-sentence losses of a trained batch (never blocks)."""
-        if not self.uniform and self.process is not None:
-            self.process.send_losses(ids, losses)
+        self.client.send_losses(ids, losses)
 
     def pop_log_stats(self) -> dict:
         """Counters accumulated since the last call, plus the Assistant's latest state."""
-        now = dict(self.stream.totals, wait_seconds=self.wait_seconds)
+        now = dict(self.stream.totals, wait_seconds=self.client.wait_seconds)
         delta = {k: v - self._logged.get(k, 0) for k, v in now.items()}
         self._logged = now
-        if not self.uniform:
+        if not self.client.uniform:
             stats = dict(self.stream.assistant_stats)
             # cumulative in the Assistant: logged as what happened since the last call
             nonfinite = stats.pop("nonfinite", self._logged_nonfinite)
             delta.update(stats, nonfinite=nonfinite - self._logged_nonfinite)
             self._logged_nonfinite = nonfinite
-        dropped = self.process.dropped_losses if self.process else self._dropped
+        dropped = max(self.client.dropped_losses, self._dropped)
         delta["dropped_losses"], self._dropped = dropped - self._dropped, dropped
-        delta["failed"] = 1.0 if self.failure else 0.0
+        delta["failed"] = 1.0 if self.client.failure else 0.0
         return delta
 
     # -- checkpoints ------------------------------------------------------------------
@@ -372,7 +256,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             "autoassist": to_checkpoint({
                 "version": 3, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
                 "num_batches": None if finished else self._num_batches, "ranks": ranks,
-                "totals": dict(self.stream.totals), "wait_seconds": self.wait_seconds,
+                "totals": dict(self.stream.totals), "wait_seconds": self.client.wait_seconds,
                 "batches_done": self.batches_done,
             }),
         }
@@ -391,8 +275,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self._cur_epoch_itr = None
 
     def shutdown(self) -> None:
-        if self.process is not None:
-            self.process.shutdown()
+        self.client.shutdown()
 
 
 class _Collated:
@@ -408,7 +291,7 @@ class _Collated:
     def _batches(self):
         itr = self.itr
         for _ in range(self.count):
-            ids, _ = itr.stream.next_batch(itr.next_window)
+            ids, _ = itr.stream.next_batch(itr.client.next_window)
             yield ids.tolist()
 
     def __iter__(self):

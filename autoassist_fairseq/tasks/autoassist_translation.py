@@ -250,7 +250,7 @@ class AutoAssistTranslationTask(TranslationTask):
                 sample, model, criterion, optimizer, update_num, ignore_grad)
             stats = {}
         else:
-            itr.check_assistant()
+            itr.client.check()
             if update_num != self._last_update:  # the first micro-batch of an update
                 self._last_update = update_num
                 self._before_update(itr, update_num)
@@ -296,7 +296,7 @@ class AutoAssistTranslationTask(TranslationTask):
         cfg = self.cfg
         if cfg.assistant_anneal > 0 and (cfg.max_update or 0) > 0 \
                 and update_num >= (1.0 - cfg.assistant_anneal) * cfg.max_update:
-            itr.start_annealing()
+            itr.client.start_annealing()
         n = update_num + 1  # fairseq's update count once this update is done
         if (cfg.save_interval_updates or 0) > 0 and n % cfg.save_interval_updates == 0 \
                 or (cfg.max_update or 0) > 0 and n >= cfg.max_update \

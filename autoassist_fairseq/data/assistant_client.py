@@ -1,0 +1,184 @@
+"""The Boss's handle on its Assistant: the process, its stream of windows, and failures.
+
+``AssistantClient`` starts the :class:`AssistantProcess`, (re)starts its stream of windows
+where the Boss's :class:`BatchStream` stands, hands the windows out, relays losses and state
+requests, checks at every training step that the process is alive, and on a failure falls
+back to windows made on the Boss's side with every pair accepted (uniform batches). With
+``--assistant-fallback error`` a failure stops the run: at once on one worker; on many, it is
+recorded and every rank stops at the same update (see the task's ``reduce_metrics``), so no
+rank is left waiting in a collective.
+"""
+
+import logging
+import threading
+import time
+from typing import Callable, Optional
+
+from ..assistant.messages import BeginEpoch, LoadState
+from ..assistant.process import AssistantDied, AssistantProcess
+from .batch_generator import BatchGenerator
+from .batch_stream import BatchStream
+
+logger = logging.getLogger(__name__)
+
+# How often the training thread checks that the Assistant process is alive (seconds).
+LIVENESS_INTERVAL = 1.0
+FALLBACK_HINT = ("to keep training on uniform batches when the Assistant fails, rerun with "
+                 "--assistant-fallback uniform")
+
+
+class AssistantClient:
+    """One worker's Assistant, seen from the Boss.
+
+    Args:
+        start_process (callable): starts the :class:`AssistantProcess`.
+        generator (BatchGenerator): the Boss's copy of the shard's generator; makes the
+            windows itself after a fallback to uniform batches.
+        stream (BatchStream): the Boss's record of the windows it took.
+        fallback (str): ``"error"`` or ``"uniform"`` (``--assistant-fallback``).
+        num_shards (int): the number of workers.
+    """
+
+    def __init__(self, start_process: Callable[[], AssistantProcess], generator: BatchGenerator,
+                 stream: BatchStream, fallback: str = "error", num_shards: int = 1):
+        self.start_process = start_process
+        self.generator = generator
+        self.stream = stream
+        self.fallback = fallback
+        self.num_shards = num_shards
+        self.process: Optional[AssistantProcess] = None
+        self.uniform = False  # True once we fell back to uniform batches
+        self.annealing = False
+        self.failure: Optional[str] = None  # a failure every rank must stop on
+        self.wait_seconds = 0.0  # the Boss's wait for windows
+        self._next_check = 0.0
+        self._failure_lock = threading.RLock()  # the training and a loader thread may fail
+        self._generator_lock = threading.Lock()  # the uniform fallback's windows
+
+    @property
+    def started(self) -> bool:
+        return self.process is not None or self.uniform
+
+    def start(self, epoch: int, assistant_state: Optional[dict] = None,
+              source: str = "the checkpoint") -> None:
+        """Start the process, give it *assistant_state*, and start its stream of windows
+        where the Boss's stream stands (a fresh run: at data pass *epoch*)."""
+        self.process = self.start_process()
+        if assistant_state is not None:
+            self._load(assistant_state, source)
+        if self.stream.gen_state is None:
+            self.generator.begin_epoch(epoch)
+        self.restart_stream()
+
+    def _load(self, state: dict, source: str) -> None:
+        try:
+            self.process.send(LoadState(state))
+            s = self.process.request_state()["stats"]  # as the process now holds it
+        except AssistantDied as err:
+            self._on_failure(err)
+            return
+        logger.info(f"restored Assistant state: T_k={s['threshold']:.6f} "
+                    f"lambda_k={s['lambda']:.6f} accuracy={s['accuracy']:.6f} "
+                    f"after {s['updates']} updates (from {source})")
+
+    def restart_stream(self) -> None:
+        """(Re)start the windows after the last one the Boss took; older ones are dropped."""
+        state = self.stream.restart()
+        if self.uniform:
+            with self._generator_lock:
+                self.generator.load_state_dict(state)
+                self.generator.accept_all = True
+            return
+        try:
+            self.process.send(BeginEpoch(int(state["epoch"]), state, self.annealing))
+        except AssistantDied as err:
+            self._on_failure(err)
+
+    def start_annealing(self) -> None:
+        """Accept every pair from now on (InfoBatch's annealing; the Assistant goes on
+        learning). Windows already made are dropped, batches already taken are kept."""
+        if self.annealing:
+            return
+        self.annealing = True
+        logger.info("AutoAssist annealing: every pair is accepted from here to the end")
+        self.restart_stream()
+
+    def next_window(self):
+        """The next window of the stream (called by :meth:`BatchStream.next_batch`)."""
+        start = time.perf_counter()
+        try:
+            while True:
+                if self.uniform:
+                    with self._generator_lock:
+                        return self.generator.next_window(None)
+                try:
+                    return self.process.get()
+                except AssistantDied as err:
+                    self._on_failure(err)
+        finally:
+            self.wait_seconds += time.perf_counter() - start
+
+    def check(self) -> None:
+        """Called at every training step: a dead Assistant is noticed within a second, even
+        while the Boss still trains on windows it received before the death."""
+        now = time.monotonic()
+        if self.uniform or self.process is None or now < self._next_check:
+            return
+        self._next_check = now + LIVENESS_INTERVAL
+        try:
+            self.process.check_alive()
+        except AssistantDied as err:
+            self._on_failure(err)
+
+    def state(self) -> dict:
+        """``{"assistant": state, "stats": {...}}`` from the process (None values once it
+        is gone)."""
+        if not self.uniform and self.process is not None:
+            try:
+                return self.process.request_state()
+            except AssistantDied as err:
+                self._on_failure(err)
+        return {"assistant": None, "stats": None}
+
+    def send_losses(self, ids, losses) -> None:
+        """Per-sentence losses of a trained batch (never blocks)."""
+        if not self.uniform and self.process is not None:
+            self.process.send_losses(ids, losses)
+
+    @property
+    def dropped_losses(self) -> int:
+        return self.process.dropped_losses if self.process is not None else 0
+
+    # -- failures -------------------------------------------------------------------------
+    def _on_failure(self, err: AssistantDied) -> None:
+        """Fall back to uniform batches; with ``--assistant-fallback error`` also stop the
+        run: at once on one worker, at the next update on every rank of many."""
+        with self._failure_lock:
+            if self.uniform:
+                return
+            if self.fallback != "uniform" and self.num_shards == 1:
+                raise AssistantDied(f"{err}\n{_capitalised(FALLBACK_HINT)}") from None
+            if self.fallback != "uniform":
+                self.failure = str(err)
+                logger.error(f"{err}\nevery worker stops after this update ({FALLBACK_HINT})")
+            else:
+                logger.warning(f"{err}\n--assistant-fallback uniform: continuing this run on "
+                               "uniform batches (no pair is skipped from now on)")
+            if self.process is not None:
+                self.process.shutdown()
+            self.uniform = True
+            self.restart_stream()
+
+    def stop_on_failure(self) -> None:
+        """Raise on every rank once any rank's Assistant failed (with fallback error)."""
+        cause = self.failure or "on another worker (its log has the cause)"
+        raise AssistantDied(f"an Assistant process failed, so every worker stops at this "
+                            f"update: {cause}\n{_capitalised(FALLBACK_HINT)}")
+
+    def shutdown(self) -> None:
+        if self.process is not None:
+            self.process.shutdown()
+
+
+def _capitalised(text: str) -> str:
+    return text[0].upper() + text[1:]
