@@ -145,6 +145,20 @@ def test_padding_close_to_fairseq(sizes):
     assert _padding(ours, src, tgt) - _padding(fairseq_batches, src, tgt) < 0.05
 
 
+def test_consecutive_batches_mix_lengths_as_fairseq_does(sizes):
+    """fairseq shuffles batches of every length across the epoch; a run of a window's
+    batches must not hold one length only (slices of the length order did)."""
+    src, _ = sizes
+    gen = _gen(sizes)
+    first = _epoch(gen, 1, _all)[0].batches
+    means = np.array([src[b].mean() for b in first])
+    q10, q90 = np.quantile(src, [0.1, 0.9])
+    assert means.min() < q10 and means.max() > q90  # a window spans the lengths
+    # in stream order, neighbouring batches differ in length as shuffled batches do
+    step = np.abs(np.diff(means)).mean()
+    assert step > 0.5 * np.abs(means[:, None] - means[None, :]).mean()
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="--max-tokens or --batch-size"):
         BatchGenerator(np.arange(3), np.ones(3), np.ones(3))

@@ -1,14 +1,16 @@
 """Windows of candidates -> Boss batches of accepted pairs, under fairseq's rules.
 
 The generator is a stream of data passes. A pass visits every pair of the shard exactly
-once: as in fairseq, the shard is sorted by length (ties in an order drawn from
-``(seed, pass, shard)``); windows are contiguous slices of that order, visited in random
-order, so each window holds pairs of similar length. Each window is scored at once with
-the Assistant's *current* state and its accepted pairs are cut by fairseq's own
-``batch_by_size`` (so ``max_tokens``, ``max_sentences``, ``required_batch_size_multiple``
-and padding follow fairseq); the partly filled last batch of every window is deferred, and
-the remainders are batched together after the last window, which ends the pass. The next
-pass starts right away: rejected pairs are candidates again there.
+once, in windows of random pairs (a permutation drawn from ``(seed, pass, shard)``, cut
+into ``window_size`` slices). Each window is scored at once with the Assistant's *current*
+state; its accepted pairs are sorted by length and cut by fairseq's own ``batch_by_size``
+(so ``max_tokens``, ``max_sentences``, ``required_batch_size_multiple`` and padding follow
+fairseq), and its batches are shuffled. Random windows matter: with windows of similar
+length (slices of the length order) a run of consecutive updates saw one length only,
+which cost the Boss more loss per token than fairseq's batches, shuffled across all
+lengths (docs/results/equal-compute.md). The partly filled last batch of every window is
+deferred, and the remainders are batched together after the last window, which ends the
+pass. The next pass starts right away: rejected pairs are candidates again there.
 
 Passes are not the Boss's epochs: an epoch takes a fixed number of batches from the
 stream (see ``batch_stream``), so no skipped pair is ever added back to fill a count.
@@ -38,7 +40,7 @@ class BatchGenerator:
         num_shards, shard_id (int): this worker's disjoint part (default: 1, 0).
     """
 
-    VERSION = 3
+    VERSION = 4  # 4: windows of random pairs (3: slices of the length order)
 
     def __init__(self, indices, src_sizes, tgt_sizes, max_tokens=None, max_sentences=None,
                  required_batch_size_multiple=1, window_size=4096, seed=1, num_shards=1,
@@ -52,8 +54,8 @@ class BatchGenerator:
         self.src_sizes = np.asarray(src_sizes, dtype=np.int64)
         self.tgt_sizes = (np.asarray(tgt_sizes, dtype=np.int64) if tgt_sizes is not None
                           else np.zeros_like(self.src_sizes))
-        # pairs in fairseq's length order, dealt round-robin: shards are disjoint and get
-        # the same length distribution
+        # pairs in fairseq's order, dealt round-robin: shards are disjoint and get the same
+        # length distribution
         self.shard = np.asarray(indices, dtype=np.int64)[shard_id::num_shards]
         self.max_tokens, self.max_sentences = max_tokens, max_sentences
         self.bsz_mult = required_batch_size_multiple
@@ -108,7 +110,7 @@ class BatchGenerator:
 
     def epoch_batch_count(self, epoch: int) -> int:
         """Batches *epoch* would have if every candidate were accepted (a little above
-        :meth:`full_batch_count`: windows cut the length order in a few more places)."""
+        :meth:`full_batch_count`: a window's pairs pack a little less tightly)."""
         if epoch not in self._epoch_counts:
             order, windows = self._order(epoch)
             count, deferred = 0, []
@@ -122,12 +124,10 @@ class BatchGenerator:
 
     # -- passes ----------------------------------------------------------------------
     def _order(self, epoch: int):
-        """The shard in fairseq's length order (ties in random order), and the random order
-        in which its windows, contiguous slices of that order, are visited."""
+        """The shard in a random order of pass *epoch*, and the order in which its windows,
+        slices of that order, are visited."""
         rng = np.random.default_rng([self.seed, epoch, self.shard_id])
-        ids = rng.permutation(self.shard)
-        ids = ids[np.lexsort((self.tgt_sizes[ids], self.src_sizes[ids]))]  # stable
-        return ids, rng.permutation(self.num_windows)
+        return rng.permutation(self.shard), np.arange(self.num_windows)
 
     def _window_ids(self, order, windows, w):
         start = windows[w] * self.window_size
