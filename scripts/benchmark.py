@@ -340,6 +340,20 @@ def build_curve(records, tokens_fn):
 
 
 # -- training ------------------------------------------------------------------------------
+def machine_record():
+    """The machine a benchmark ran on: cores, processor model (/proc/cpuinfo), platform."""
+    processor = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                processor = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu_count": os.cpu_count(), "platform": platform.platform(),
+            "processor": processor or None, "python": platform.python_version()}
+
+
 def machine_busy_seconds():
     """CPU seconds all processes of this machine have used since boot (/proc/stat)."""
     with open("/proc/stat") as f:
@@ -1011,8 +1025,7 @@ def main(argv=None):
         per_seed=per_seed, curves=curves,
         command=[sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv)),
         date=time.strftime("%Y-%m-%d %H:%M:%S %z"),
-        machine={"cpu_count": os.cpu_count(), "platform": platform.platform(),
-                 "processor": platform.processor(), "python": platform.python_version()},
+        machine=machine_record(),
         config=str(config), data=str(data), notes=NOTES, variant=a.variant,
         autoassist_args=aa_extra,
         wall_source="fairseq 'wall' of the train line of the validation's epoch (whole "

@@ -23,8 +23,6 @@ run (above a few percent the figures are not comparable: rerun when the machine 
 
 import argparse
 import json
-import os
-import platform
 import shlex
 import sys
 import tempfile
@@ -36,17 +34,6 @@ import benchmark  # noqa: E402
 from benchmark import BenchmarkError  # noqa: E402
 
 ARMS = {"translation": [], "autoassist_lambda0": ["--assistant-lambda-max", "0"]}
-
-
-def cpu_model():
-    """The processor's model name (/proc/cpuinfo), or platform.processor()."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
 
 
 def boss_pace(records, tokens):
@@ -136,11 +123,10 @@ def main(argv=None):
         "goal": "ratio within 1.02", "runs": runs,
         "other_cpu_share_max": max((r["other_cpu_share"] or 0.0)
                                    for rs in runs.values() for r in rs),
-        "cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "updates": a.updates,
+        "machine": benchmark.machine_record(), "updates": a.updates,
         "repeats": a.repeats, "seed": a.seed, "config": str(config), "data": str(data),
         "command": [sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv)),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-        "platform": platform.platform(), "python": platform.python_version()}
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z")}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"seconds per million Boss tokens: translation {pace['translation']:.2f}, "

@@ -145,6 +145,24 @@ def test_padding_close_to_fairseq(sizes):
     assert _padding(ours, src, tgt) - _padding(fairseq_batches, src, tgt) < 0.05
 
 
+def test_padding_stays_close_to_fairseq_when_most_pairs_are_skipped(sizes):
+    """Accepted pairs are pooled across windows until a window's worth is batched: with
+    70% skipped, batches are cut from pools as large as with nothing skipped."""
+    src, tgt = sizes
+    keep = lambda ids: np.where((ids * 7919) % 10 < 3, 1.0, 0.0)  # noqa: E731 (30%)
+    windows = _epoch(_gen(sizes, window_size=2000), 1, keep)
+    ours = [b for w in windows for b in w.batches]
+    accepted = np.concatenate(ours)
+    assert sorted(accepted.tolist()) == np.flatnonzero(keep(np.arange(N))).tolist()
+    order = accepted[np.lexsort((tgt[accepted], src[accepted]))]
+    fairseq_batches = data_utils.batch_by_size(
+        order, None, max_tokens=1024, num_tokens_vec=np.maximum(src, tgt)[order])
+    assert _padding(ours, src, tgt) - _padding(fairseq_batches, src, tgt) < 0.05
+    assert len(ours) <= 1.1 * len(fairseq_batches)
+    # most windows are pooled with the next one: they hand over no batch of their own
+    assert sum(not w.batches for w in windows[:-1]) >= 1
+
+
 def test_consecutive_batches_mix_lengths_as_fairseq_does(sizes):
     """fairseq shuffles batches of every length across the epoch; a run of a window's
     batches must not hold one length only (slices of the length order did)."""

@@ -105,10 +105,15 @@ def test_windows_of_an_old_generation_are_dropped(sizes):
     assert state["generation"] == 1
     fresh = _gen(sizes)
     fresh.load_state_dict(state)
-    windows = iter([stale, fresh.next_window(_score)])
+    fresh_windows = [fresh.next_window(_score) for _ in range(3)]
+    windows = [stale] + fresh_windows
     taken_before = stream.taken("considered_pairs")
     while stream.pending:
-        stream.next_batch(lambda: next(windows))
-    stream.next_batch(lambda: next(windows))
-    # the stale window was dropped, the fresh one (same pairs, new generation) taken
-    assert stream.taken("considered_pairs") - taken_before == pytest.approx(fresh.window_size)
+        stream.next_batch(lambda: windows.pop(0))
+    stream.next_batch(lambda: windows.pop(0))
+    # the stale window was dropped, the fresh ones (same pairs, new generation) taken
+    used = len(fresh_windows) - len(windows)
+    assert all(w is not stale for w in windows) and used >= 1
+    assert stream.taken("considered_pairs") - taken_before == pytest.approx(
+        sum(w.considered_pairs for w in fresh_windows[:used]))
+    assert stream.gen_state == fresh_windows[used - 1].state_after

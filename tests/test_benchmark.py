@@ -343,7 +343,7 @@ def test_benchmark_overhead_alternates_both_tasks(tiny_data, tmp_path):
     assert abs(aa_tok / base_tok - 1) < 0.2
     assert res["ratio"] == pytest.approx(res["seconds_per_mtok"]["autoassist_lambda0"]
                                          / res["seconds_per_mtok"]["translation"])
-    assert res["cpu_model"] and 0 <= res["other_cpu_share_max"] <= 1
+    assert res["machine"]["processor"] and 0 <= res["other_cpu_share_max"] <= 1
     bad = subprocess.run([sys.executable, REPO / "scripts" / "benchmark_overhead.py", "--data",
                           tiny_data, "--config", _tiny_config(tmp_path), "--out", out,
                           "--updates", "0"], capture_output=True, text=True, timeout=60)

@@ -144,3 +144,8 @@ def test_learnable_rule_skips_learned_and_noise_pairs_paper_keeps_noise(tmp_path
     flagged = ours.history.strikes >= ours.hparams.noise_patience
     assert flagged[kind == NOISE].mean() > 0.6 > 0.1 > flagged[kind == LEARNABLE].mean()
     assert ours.stats["unlearnable"] == int(flagged.sum())
+    # the mark rests on the pair's own losses, not on g: lambda_k does not cap it
+    ours.schedule.lam = 0.1
+    p_low = ours.accept_probability(np.arange(len(kind)))
+    np.testing.assert_allclose(p_low[flagged], 1 - ours.hparams.lambda_max)
+    assert p_low[~flagged].min() >= 0.9 - 1e-9

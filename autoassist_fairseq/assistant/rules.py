@@ -185,6 +185,10 @@ class PairHistory:
             g[unseen] = g_fn(ids[unseen])
         return learnable_utility(g, last, self.strikes[ids], threshold, self.patience)
 
+    def is_unlearnable(self, ids: np.ndarray) -> np.ndarray:
+        """Whether each pair of *ids* is currently taken for unlearnable."""
+        return self.strikes[ids] >= self.patience
+
     def state_dict(self) -> dict:
         seen = np.flatnonzero(~np.isnan(self.last))
         id_type = np.uint32 if self.num_rows <= np.iinfo(np.uint32).max else np.int64

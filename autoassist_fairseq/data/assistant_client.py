@@ -12,7 +12,7 @@ rank is left waiting in a collective.
 import logging
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, List, Optional
 
 from ..assistant.messages import BeginEpoch, LoadState
 from ..assistant.process import AssistantDied, AssistantProcess
@@ -169,11 +169,21 @@ class AssistantClient:
             self.uniform = True
             self.restart_stream()
 
-    def stop_on_failure(self) -> None:
-        """Raise on every rank once any rank's Assistant failed (with fallback error)."""
-        cause = self.failure or "on another worker (its log has the cause)"
-        raise AssistantDied(f"an Assistant process failed, so every worker stops at this "
-                            f"update: {cause}\n{_capitalised(FALLBACK_HINT)}")
+    def stop_on_failure(self, failures: Optional[List[Optional[str]]] = None) -> None:
+        """Raise on every rank once any rank's Assistant failed (with fallback error).
+
+        Args:
+            failures (list, optional): every rank's failure (None where none), when the
+                ranks exchanged them; otherwise this rank's, or "another worker's".
+        """
+        failed = [(r, f) for r, f in enumerate(failures or []) if f]
+        if failed:
+            where, cause = f"the Assistant of worker {failed[0][0]}", failed[0][1]
+        else:
+            where = "an Assistant process"
+            cause = self.failure or "on another worker (its log has the cause)"
+        raise AssistantDied(f"{where} failed, so every worker stops at this update: "
+                            f"{cause}\n{_capitalised(FALLBACK_HINT)}")
 
     def shutdown(self) -> None:
         if self.process is not None:

@@ -19,8 +19,8 @@ import numpy as np
 import torch
 from fairseq.data.iterators import BufferedIterator, CountingIterator, EpochBatchIterating
 
-from ..assistant.process import AssistantDied, AssistantProcess
-from .assistant_client import FALLBACK_HINT, AssistantClient
+from ..assistant.process import AssistantProcess
+from .assistant_client import AssistantClient
 from .batch_generator import BatchGenerator, weights_of
 from .batch_stream import BatchStream, StreamState, agree_num_batches
 from .checkpoint import from_checkpoint, to_checkpoint
@@ -180,21 +180,14 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         mine = {"full": self.generator.epoch_batch_count(self.epoch), "rate": rate,
                 "batches": self.batches_done, "failure": client.failure}
         views = self.all_gather(mine)
-        self.raise_if_failed([v["failure"] for v in views])
+        if any(v["failure"] for v in views):  # every rank stops together
+            self.client.stop_on_failure([v["failure"] for v in views])
         batches = [v["batches"] for v in views]
         if len(set(batches)) > 1:  # cannot happen by construction; never hang on it
             raise RuntimeError(f"workers trained on different numbers of batches {batches}: "
                                "their collectives would hang; please report this, and "
                                "relaunch with --reset-dataloader")
         return agree_num_batches(views)
-
-    def raise_if_failed(self, failures: List[Optional[str]]) -> None:
-        """Stop every rank together when any rank's Assistant failed (fallback error)."""
-        failed = [(r, f) for r, f in enumerate(failures) if f]
-        if failed:
-            rank, cause = failed[0]
-            raise AssistantDied(f"the Assistant of worker {rank} failed, so every worker "
-                                f"stops: {cause}\n{FALLBACK_HINT[0].upper()}{FALLBACK_HINT[1:]}")
 
     def stop_on_failure(self) -> None:
         self.client.stop_on_failure()

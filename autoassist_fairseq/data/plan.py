@@ -15,9 +15,9 @@ class WindowPlan:
     """The batches made from one window of a data pass.
 
     Windows ``0 .. num_windows - 1`` of a pass hold candidates; window ``num_windows``
-    batches the partly filled last batches the others deferred, and ends the pass.
-    ``weight_ids`` got importance weights ``weights`` = 1 / P(accept) in this window (every
-    pair it accepted, deferred ones included), for ``--assistant-reweight``.
+    batches the pairs still carried, and ends the pass. ``weight_ids`` (the pairs of
+    ``batches`` and ``carried``) have importance weights ``weights`` = 1 / P(accept) in the
+    window that accepted them, for ``--assistant-reweight``.
     ``state_after`` is the generator's state once this window is made: the Boss keeps
     that of the last window it took, which is exactly where a resumed run must go on.
     """
@@ -25,7 +25,7 @@ class WindowPlan:
     epoch: int  # the data pass, 1-based
     window: int
     batches: List[np.ndarray]
-    deferred: np.ndarray = field(default_factory=_no_ids)
+    carried: np.ndarray = field(default_factory=_no_ids)  # accepted, batched later
     considered_pairs: int = 0
     considered_tokens: int = 0
     accepted_pairs: int = 0

@@ -78,7 +78,8 @@ class AutoAssistTranslationConfig(TranslationConfig):
         metadata={"help": "learnable rule: consecutive high visits without that decline after "
                           "which a pair is skipped as unlearnable"})
     assistant_window: int = field(
-        default=4096, metadata={"help": "candidates (a slice of the length order) scored together"})
+        default=4096, metadata={"help": "candidates (random pairs, batched by length inside) scored "
+                                       "together"})
     assistant_boss_queue_size: int = field(
         default=4, metadata={"help": "windows of batches the assistant may prepare ahead"})
     assistant_loss_queue_size: int = field(
@@ -273,7 +274,7 @@ class AutoAssistTranslationTask(TranslationTask):
             if np.isfinite(stats.get("threshold", np.nan)):
                 stats["n"] = 1  # averaged over workers: value sums plus a count
             else:  # no loss has reached the Assistant yet: nothing to average
-                for key in ("threshold", "lambda", "accuracy", "chance", "unlearnable"):
+                for key in _AVERAGED:
                     stats.pop(key, None)
         # every rank logs the same keys, dummy batches too: fairseq sums them in one
         # all-reduce that expects identical keys everywhere
@@ -314,8 +315,7 @@ class AutoAssistTranslationTask(TranslationTask):
         if total("aa_failed") and self.train_iterator is not None:
             # the logs are summed over all ranks: every rank stops at this same update
             self.train_iterator.stop_on_failure()
-        for key in ("considered_pairs", "considered_tokens", "accepted_pairs",
-                    "accepted_tokens", "boss_tokens", "boss_padded_tokens", "wait_seconds"):
+        for key in _SUMMED:
             metrics.log_scalar_sum("_aa_" + key, total("aa_" + key))
         for key in self.totals:
             self.totals[key] += total("aa_" + key)
@@ -326,11 +326,9 @@ class AutoAssistTranslationTask(TranslationTask):
         metrics.log_derived("aa_wait_s", lambda meters: round(meters["_aa_wait_seconds"].sum, 3))
         n = total("aa_n")
         if n:
-            for key, name in (("accuracy", "aa_acc"), ("chance", "aa_acc_base"),
-                              ("threshold", "aa_T"), ("lambda", "aa_lambda"),
-                              ("unlearnable", "aa_unlearnable")):
+            for key, name in _AVERAGED.items():
                 metrics.log_scalar(name, total("aa_" + key) / n, n, round=3)
-        for key, name in (("dropped_losses", "aa_dropped"), ("nonfinite", "aa_nonfinite")):
+        for key, name in _COUNTED.items():
             value = total("aa_" + key)
             if value:
                 metrics.log_scalar_sum(name, value)
@@ -350,9 +348,15 @@ class AutoAssistTranslationTask(TranslationTask):
         self.totals.update(state.get("totals", {}))
 
 
-_LOGGED = ("considered_pairs", "considered_tokens", "accepted_pairs", "accepted_tokens",
-           "wait_seconds", "dropped_losses", "nonfinite", "failed", "boss_tokens",
-           "boss_padded_tokens", "n", "threshold", "lambda", "accuracy", "chance", "unlearnable")
+# The keys of the statistics every rank logs at every step (as "aa_" + key), by how the
+# ranks' values are combined: summed over the interval, averaged over the ranks that had a
+# value (a count "n" rides along), or summed and shown only when not zero.
+_SUMMED = ("considered_pairs", "considered_tokens", "accepted_pairs", "accepted_tokens",
+           "boss_tokens", "boss_padded_tokens", "wait_seconds")
+_AVERAGED = {"accuracy": "aa_acc", "chance": "aa_acc_base", "threshold": "aa_T",
+             "lambda": "aa_lambda", "unlearnable": "aa_unlearnable"}
+_COUNTED = {"dropped_losses": "aa_dropped", "nonfinite": "aa_nonfinite"}
+_LOGGED = _SUMMED + tuple(_AVERAGED) + tuple(_COUNTED) + ("failed", "n")
 
 
 def stored_sizes(dataset) -> Optional[np.ndarray]:
