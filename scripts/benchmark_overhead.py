@@ -17,17 +17,26 @@ decimal, where ``train_wall`` is rounded to whole seconds; Boss tokens = non-pad
 target tokens (EOS included): ``aa_boss_tok`` of the AutoAssist log, and for the baseline
 the same count of fairseq's batches it trained (scripts/benchmark.py's recount). The JSON
 holds both figures per run and their means, the ratio AutoAssist / baseline (goal: within
-1.02), the CPU model and the share of the machine's CPU other processes used during each
-run (above a few percent the figures are not comparable: rerun when the machine is quiet).
+1.02) with a 95% interval from the repeats' paired ratios (Student's t on their logs), the
+CPU model and the share of the machine's CPU other processes used during each run (above a
+few percent the figures are not comparable: rerun when the machine is quiet).
+
+``--boss-threads 1`` gives the Boss one torch thread (OMP_NUM_THREADS) in both arms. On a
+machine with few cores this leaves a core to the Assistant, as a GPU machine does (the Boss
+computes on the GPU, the Assistant on its own CPU core), so the ratio measures the Boss's
+step and batches rather than two processes sharing cores, and repeats vary less.
 """
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchmark  # noqa: E402
@@ -49,6 +58,18 @@ def boss_pace(records, tokens):
     if seconds <= 0:
         raise BenchmarkError("a run's log has no wps on its train lines: see its train.log")
     return seconds, tokens, seconds / (tokens / 1e6)
+
+
+def ratio_interval(ratios, level=0.95):
+    """Interval of the geometric mean of paired ratios (Student's t on their logs); None
+    with fewer than two repeats."""
+    if len(ratios) < 2:
+        return None
+    from scipy import stats
+
+    logs = np.log(np.asarray(ratios, dtype=np.float64))
+    half = stats.t.ppf(0.5 + level / 2, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs))
+    return [float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))]
 
 
 def measure(arm, rep, ctx):
@@ -88,6 +109,8 @@ def parse_cli(argv):
                    help="runs of each arm, alternating (default: 3)")
     p.add_argument("--seed", type=int, default=1, help="seed of every run (default: 1)")
     p.add_argument("--extra-args", default="", help="more fairseq-train flags, both arms")
+    p.add_argument("--boss-threads", type=int, default=None,
+                   help="torch threads of the Boss in both arms (default: torch's own choice)")
     p.add_argument("--work", type=Path, default=None,
                    help="keep the runs' logs here (default: a temporary directory)")
     return p.parse_args(argv)
@@ -99,6 +122,10 @@ def main(argv=None):
         raise BenchmarkError(f"--updates {a.updates} and --repeats {a.repeats} must be >= 1")
     if not a.data.is_dir():
         raise BenchmarkError(f"data directory not found: {a.data}")
+    if a.boss_threads is not None:
+        if a.boss_threads < 1:
+            raise BenchmarkError(f"--boss-threads {a.boss_threads} must be >= 1")
+        os.environ["OMP_NUM_THREADS"] = str(a.boss_threads)  # read by each training's torch
     data = a.data.resolve()
     config = benchmark.find_config(a.config).resolve()
     tokens, extra = benchmark.read_args_file(config), shlex.split(a.extra_args)
@@ -115,12 +142,13 @@ def main(argv=None):
             for arm in order:
                 runs[arm].append(measure(arm, rep, ctx))
     pace = {arm: sum(r["seconds_per_mtok"] for r in rs) / len(rs) for arm, rs in runs.items()}
+    paired = [b["seconds_per_mtok"] / t["seconds_per_mtok"]
+              for t, b in zip(runs["translation"], runs["autoassist_lambda0"])]
     result = {
         "seconds_per_mtok": pace,
         "ratio": pace["autoassist_lambda0"] / pace["translation"],
-        "ratio_per_repeat": [b["seconds_per_mtok"] / t["seconds_per_mtok"]
-                             for t, b in zip(runs["translation"], runs["autoassist_lambda0"])],
-        "goal": "ratio within 1.02", "runs": runs,
+        "ratio_per_repeat": paired, "ratio_interval95": ratio_interval(paired),
+        "goal": "ratio within 1.02", "runs": runs, "boss_threads": a.boss_threads,
         "other_cpu_share_max": max((r["other_cpu_share"] or 0.0)
                                    for rs in runs.values() for r in rs),
         "machine": benchmark.machine_record(), "updates": a.updates,
@@ -131,7 +159,7 @@ def main(argv=None):
     a.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"seconds per million Boss tokens: translation {pace['translation']:.2f}, "
           f"autoassist (lambda_max 0) {pace['autoassist_lambda0']:.2f}; ratio "
-          f"{result['ratio']:.4f}; other CPU up to {result['other_cpu_share_max']:.1%}; "
+          f"{result['ratio']:.4f} (95% interval {result['ratio_interval95']}); other CPU up to {result['other_cpu_share_max']:.1%}; "
           f"written: {a.out}")
     return result
 

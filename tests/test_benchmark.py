@@ -344,6 +344,8 @@ def test_benchmark_overhead_alternates_both_tasks(tiny_data, tmp_path):
     assert res["ratio"] == pytest.approx(res["seconds_per_mtok"]["autoassist_lambda0"]
                                          / res["seconds_per_mtok"]["translation"])
     assert res["machine"]["processor"] and 0 <= res["other_cpu_share_max"] <= 1
+    low, high = res["ratio_interval95"]  # around the paired ratios' geometric mean
+    assert low < float(np.exp(np.log(res["ratio_per_repeat"]).mean())) < high
     bad = subprocess.run([sys.executable, REPO / "scripts" / "benchmark_overhead.py", "--data",
                           tiny_data, "--config", _tiny_config(tmp_path), "--out", out,
                           "--updates", "0"], capture_output=True, text=True, timeout=60)
