@@ -87,6 +87,8 @@ def test_state_at_a_consumed_count_resumes_exactly(sizes, reweight):
     restored.restore(StreamState(**vars(state)))
     again = [restored.next_batch(_source(gen2)) for _ in range(len(rest))]
     assert [ids.tolist() for ids, _ in again] == [ids.tolist() for ids, _ in rest]
+    # the next epoch's batch count comes from the rate estimate: it must resume too
+    assert list(restored.rate.recent) == list(stream.rate.recent)
     if reweight:
         for (_, w1), (ids, w2) in zip(rest, again):
             assert w2.tolist() == w1.tolist()

@@ -47,6 +47,9 @@ class StreamState:
     generator: dict
     pending: List[np.ndarray]
     weights: Optional[List[np.ndarray]] = None
+    # the rate estimate's (accepted, considered) tokens of recent windows: the next epoch's
+    # batch count depends on it, so a resumed run must count as the uninterrupted one
+    rate: Optional[List[List[float]]] = None
 
 
 @dataclass
@@ -155,8 +158,10 @@ class BatchStream:
         with self.lock:
             batches = self.issued[max(0, consumed - self.issued_offset):] + list(self.pending)
             gen = self.gen_state if self.gen_state is not None else self.generator.state_dict()
+            rate = [[a, t] for a, t in self.rate.recent]
         weights = [w for _, w in batches] if self.reweight else None
-        return StreamState(generator=gen, pending=[ids for ids, _ in batches], weights=weights)
+        return StreamState(generator=gen, pending=[ids for ids, _ in batches], weights=weights,
+                           rate=rate)
 
     def restore(self, state: StreamState) -> None:
         self.gen_state = dict(state.generator)
@@ -164,3 +169,5 @@ class BatchStream:
         self.pending = deque(
             (np.asarray(ids, np.int64), None if w is None else np.asarray(w, np.float32))
             for ids, w in zip(state.pending, weights))
+        if state.rate is not None:  # checkpoints before this field: estimated afresh
+            self.rate.recent = deque((float(a), float(t)) for a, t in state.rate)
