@@ -145,6 +145,25 @@ def noise_shares(noisy, boss_tokens, skip):
     return {"corpus": share(np.ones_like(skip)), "skipped": share(skip), "trained": share(1 - skip)}
 
 
+def noise_by_kind(labels, boss_tokens, skip, losses):
+    """Per label (``clean`` and each noise kind): pairs, its share of the Boss tokens, the
+    share of its own tokens that would be skipped, and its pairs' mean loss. Shows which
+    kinds a rule finds: untranslated copies, say, can be learned by copying and then look easy.
+    """
+    total = boss_tokens.sum()
+    kinds = {}
+    for kind in np.unique(labels):
+        mask = labels == kind
+        tokens = boss_tokens[mask].sum()
+        kinds[str(kind)] = {
+            "pairs": int(mask.sum()),
+            "token_share": float(tokens / total) if total > 0 else None,
+            "skipped_share": float((skip[mask] * boss_tokens[mask]).sum() / tokens)
+            if tokens > 0 else None,
+            "mean_loss": float(losses[mask].mean())}
+    return kinds
+
+
 def read_noise_labels(data, subset, labels_path, num_pairs):
     """Per binarised pair, its label in *labels_path*, mapped through DATA/SUBSET.kept-lines."""
     kept_path = os.path.join(data, f"{subset}.kept-lines")
@@ -289,7 +308,8 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
         result["noise"] = {"labels": os.path.abspath(noise_labels),
                            "assistant": noise_shares(noisy, boss_tokens, skip),
                            "by_kind_pairs": {str(k): int((noise == k).sum())
-                                             for k in np.unique(noise)}}
+                                             for k in np.unique(noise)},
+                           "by_kind": noise_by_kind(noise, boss_tokens, skip, losses)}
         oracle_skip = np.zeros(len(losses))
         order = np.argsort(losses)
         oracle_skip[order[np.cumsum(ntok[order]) <= reference_share * ntok.sum()]] = 1
@@ -320,6 +340,10 @@ def format_summary(r):
         fmt = lambda v: "n/a" if v is None else f"{v:.1%}"  # noqa: E731
         lines.append(f"noise share of tokens: skipped {fmt(n['skipped'])}, trained "
                      f"{fmt(n['trained'])}, corpus {fmt(n['corpus'])}")
+        kinds = r["noise"].get("by_kind") or {}
+        lines.append("share of each kind's tokens skipped: " + ", ".join(
+            f"{k} {fmt(v['skipped_share'])} (loss {v['mean_loss']:.2f})"
+            for k, v in kinds.items()))
     lines.append(f"verdict: {r['verdict']}: {r['verdict_reason']}")
     return "\n".join(lines)
 

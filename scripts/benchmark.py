@@ -724,6 +724,25 @@ def arm_rows(arms_of_seed, label):
     return rows
 
 
+def noise_kind_rows(per_seed):
+    """Markdown table: per seed and Assistant arm, the share of each label's tokens (clean
+    and every noise kind) its last checkpoint would skip, with the kind's mean loss."""
+    found = [(s["seed"], arm, a["noise_by_kind"]) for s in per_seed
+             for arm, a in s["arms"].items() if a.get("noise_by_kind")]
+    if not found:
+        return []
+    kinds = sorted({k for *_, by_kind in found for k in by_kind})
+    rows = ["", "## Tokens skipped by noise kind", "",
+            "Share of each kind's tokens the arm's last checkpoint would skip (mean Boss "
+            "loss of its pairs in brackets), from autoassist-diagnose.", "",
+            "| seed | arm | " + " | ".join(kinds) + " |", "|" + "---|" * (len(kinds) + 2)]
+    for seed, arm, by_kind in found:
+        cells = [f"{fmt(by_kind[k]['skipped_share'], '.1%')} ({by_kind[k]['mean_loss']:.2f})"
+                 if k in by_kind else "n/a" for k in kinds]
+        rows.append(f"| {seed} | {arm} | " + " | ".join(cells) + " |")
+    return rows
+
+
 def write_markdown(results, path):
     """results.md: the equal-compute table of every arm, then the baseline-vs-AutoAssist
     table of earlier versions (one row per seed plus the mean)."""
@@ -759,6 +778,7 @@ def write_markdown(results, path):
                 f"{fmt(m['bleu_baseline'], '.2f')} | "
                 f"{fmt(m['bleu_autoassist'], '.2f')} | {fmt(m['tokens_saved_share'], '.1%')} "
                 "| | | | |")
+    rows += noise_kind_rows(results["per_seed"])
     machine = ", ".join(f"{k} {v}" for k, v in m["machine"].items())
     title = "# Equal-compute benchmark" + (f" (variant {m['variant']}: "
                                            f"`{shlex.join(m['autoassist_args'])}`)"
@@ -919,6 +939,7 @@ def benchmark_seed(seed, ctx):
         if ctx["noise_labels"] and arm != "baseline":
             d = diagnose_run(data, out / f"{arm}-s{seed}" / "checkpoints", ctx["noise_labels"])
             m["noise"] = d and d["noise"]["assistant"]
+            m["noise_by_kind"] = d and d["noise"].get("by_kind")
             m["verdict"] = d and d["verdict"]
             noise_corpus = noise_corpus or (d and d["noise"]["assistant"]["corpus"])
         arms[arm] = m

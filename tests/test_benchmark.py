@@ -197,6 +197,21 @@ def test_arm_metrics_against_the_baseline():
     assert m["wall_to_target_bleu_ratio"] == pytest.approx((10 + 20 * 1.8 / 4) / 20)
 
 
+def test_noise_kind_table_lists_every_kind_of_every_arm():
+    kind = lambda skipped, loss: {"skipped_share": skipped, "mean_loss": loss}  # noqa: E731
+    per_seed = [{"seed": 1, "arms": {
+        "baseline": {"noise": {"trained": 0.2}},
+        "autoassist": {"noise_by_kind": {"clean": kind(0.3, 2.0), "copy": kind(0.6, 1.0)}},
+        "learnable": {"noise_by_kind": {"clean": kind(0.2, 2.1), "misaligned": kind(0.5, 9.0)}},
+    }}]
+    rows = benchmark.noise_kind_rows(per_seed)
+    assert "| seed | arm | clean | copy | misaligned |" in rows
+    assert "| 1 | autoassist | 30.0% (2.00) | 60.0% (1.00) | n/a |" in rows
+    assert "| 1 | learnable | 20.0% (2.10) | n/a | 50.0% (9.00) |" in rows
+    assert not any("baseline" in r for r in rows)
+    assert benchmark.noise_kind_rows([{"seed": 1, "arms": {"baseline": {}}}]) == []
+
+
 def test_random_rates_come_from_the_autoassist_log():
     records = [{"tag": "train", "epoch": e, "num_updates": 10 * e, "aa_accept_tok": r}
                for e, r in ((2, 0.81234), (1, 1.0), (3, 0.0))]

@@ -81,6 +81,12 @@ def test_console_command_reports_noise_and_a_verdict(diag_run, tmp_path):
     # noise than the corpus, the trained ones more
     assert noise["skipped"] < noise["corpus"] < noise["trained"]
     assert d["noise"]["oracle_at_reference"]["skipped"] < noise["corpus"]
+    kinds = d["noise"]["by_kind"]
+    assert set(kinds) == {"clean", "misaligned"}
+    assert kinds["misaligned"]["pairs"] == d["noise"]["by_kind_pairs"]["misaligned"]
+    assert kinds["misaligned"]["mean_loss"] > kinds["clean"]["mean_loss"]
+    assert kinds["misaligned"]["skipped_share"] < kinds["clean"]["skipped_share"]
+    assert "share of each kind's tokens skipped: clean" in proc.stdout
     assert d["verdict"] in ("pays", "oracle-only", "no")
     assert f"verdict: {d['verdict']}" in proc.stdout
     assert "Boss tokens skipping would save" in proc.stdout
@@ -113,6 +119,18 @@ def test_densities_and_noise_shares_on_constructed_losses():
     assert shares["corpus"] == pytest.approx(4 / 6)
     assert shares["skipped"] == pytest.approx(1.5 / 2.5)
     assert shares["trained"] == pytest.approx(2.5 / 3.5)
+
+
+def test_noise_by_kind_on_constructed_pairs():
+    labels = np.array(["clean", "copy", "clean", "copy", "misaligned"])
+    tokens = np.array([10.0, 30.0, 10.0, 10.0, 40.0])
+    kinds = diagnose.noise_by_kind(labels, tokens, skip=np.array([0.5, 1.0, 0.0, 0.0, 0.25]),
+                                   losses=np.array([1.0, 0.5, 3.0, 1.5, 8.0]))
+    assert list(kinds) == ["clean", "copy", "misaligned"]
+    assert kinds["clean"] == pytest.approx({"pairs": 2, "token_share": 0.2,
+                                            "skipped_share": 0.25, "mean_loss": 2.0})
+    assert kinds["copy"]["skipped_share"] == pytest.approx(0.75)  # token-weighted: 30 of 40
+    assert kinds["misaligned"]["token_share"] == pytest.approx(0.4)
 
 
 def test_noise_labels_need_the_kept_lines(tmp_path):
