@@ -866,6 +866,11 @@ def parse_cli(argv):
                              "--max-epoch gives)")
     p.add_argument("--seed", type=int, nargs="+", help="seeds (default: the config's, or 1)")
     p.add_argument("--extra-args", default="", help="more fairseq-train flags, every arm")
+    p.add_argument("--validations", type=int, default=10,
+                   help="validations per run, evenly over the baseline's updates "
+                        "(--validate-interval-updates, a multiple of --log-interval), besides "
+                        "those at epoch ends; 0: at epoch ends only, as before this option "
+                        "(default: 10)")
     p.add_argument("--autoassist-args", default="",
                    help="more flags for the autoassist arm only")
     p.add_argument("--arm", action="append", type=parse_arm, default=[], metavar='NAME="ARGS"',
@@ -892,6 +897,31 @@ def updates_for_tokens(counts, update_freq, tokens):
     return max(1, round(tokens / (counts[:, 0].sum() / per_epoch)))
 
 
+def budget_updates(counts, update_freq, tokens):
+    """The baseline's updates under *tokens* (its run arguments): --max-update, else
+    --max-epoch full epochs of fairseq's batches; None without either."""
+    if (max_update := get_flag(tokens, "--max-update")) is not None and int(max_update) > 0:
+        return int(max_update)
+    if (max_epoch := get_flag(tokens, "--max-epoch")) is None:
+        return None
+    return sum(math.ceil(len(counts) / update_freq[min(e, len(update_freq)) - 1])
+               for e in range(1, int(max_epoch) + 1))
+
+
+def validation_flags(tokens, updates, validations):
+    """--validate-interval-updates for about *validations* validations over *updates*: with
+    a validation only at epoch ends, a 2-epoch budget has 2 points and every figure between
+    them is a straight line. A multiple of --log-interval, so each validation's Boss tokens
+    are read from the train_inner line of its own update. [] when 0, or when the config or
+    --extra-args sets an interval."""
+    if not validations or not updates or get_flag(tokens,
+                                                  "--validate-interval-updates") is not None:
+        return []
+    log_interval = int(get_flag(tokens, "--log-interval", default=100))
+    step = math.ceil(math.ceil(updates / validations) / log_interval) * log_interval
+    return ["--validate-interval-updates", str(step)]
+
+
 def benchmark_seed(seed, ctx):
     """Train (or reuse) every arm of one seed: their curves, BLEU curves and a result row."""
     data, out, tokens, extra = ctx["data"], ctx["out"], ctx["tokens"], ctx["extra"]
@@ -903,6 +933,9 @@ def benchmark_seed(seed, ctx):
     if ctx["budget_tokens"]:
         budget = ["--max-update", str(updates_for_tokens(counts, update_freq,
                                                          ctx["budget_tokens"]))]
+    probe = build_run_args(tokens, "baseline", seed, out, budget, extra, [], langs)
+    extra = extra + validation_flags(probe, budget_updates(counts, update_freq, probe),
+                                     ctx["validations"])
     args = {"baseline": build_run_args(tokens, "baseline", seed, out / base_name / "checkpoints",
                                        budget, extra, [], langs, keep)}
     logs = {"baseline": parse_log(run_training(base_name, data, args["baseline"], out))}
@@ -1003,6 +1036,9 @@ def main(argv=None):
                              "(the config has none)")
     if a.budget_tokens is not None and a.budget_tokens <= 0:
         raise BenchmarkError(f"--budget-tokens {a.budget_tokens}: must be > 0")
+    if a.validations < 0:
+        raise BenchmarkError(f"--validations {a.validations}: must be >= 0 (0: at epoch ends "
+                             "only)")
     langs = data_langs(data, tokens, extra)  # fail early on an unknown language pair
     if a.variant and not re.fullmatch(r"[A-Za-z0-9_.]+", a.variant):
         raise BenchmarkError(f"--variant {a.variant!r}: use letters, digits, '_' or '.' only")
@@ -1025,6 +1061,7 @@ def main(argv=None):
     ctx = {"data": data, "out": out, "tokens": tokens, "extra": extra, "langs": langs,
            "budget": budget, "budget_tokens": a.budget_tokens, "arms": arms,
            "aa_run": aa_run, "random_run": None if a.no_random else random_run,
+           "validations": a.validations,
            "skip_bleu": a.skip_bleu, "noise_labels": labels if labels.exists() else None}
     curves, bleu_curves, per_seed, run_args = {}, {}, [], {}
     for seed in seeds:

@@ -115,8 +115,8 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run(
         [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
-         config, "--out", out, "--max-epoch", "2", "--skip-bleu",
-         "--autoassist-args", "--assistant-window 256"],
+         config, "--out", out, "--max-epoch", "2", "--skip-bleu", "--validations", "4",
+         "--extra-args", "--log-interval 5", "--autoassist-args", "--assistant-window 256"],
         capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
@@ -125,8 +125,12 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
         assert key in results
     assert set(results["curves"]) == {"baseline-s1", "autoassist-s1", "random-s1"}
     base_curve = results["curves"]["baseline-s1"]
-    assert [p["epoch"] for p in base_curve] == [1, 2]
-    assert base_curve[1]["boss_tokens"] == 2 * results["per_seed"][0]["baseline_tokens_per_epoch"]
+    # validations inside the epochs too: about 4 over the budget, each at a log line's update
+    budget = base_curve[-1]["updates"]
+    interval = -(-(-(-budget // 4)) // 5) * 5
+    for name, curve in results["curves"].items():
+        assert set(range(interval, budget, interval)) <= {p["updates"] for p in curve}, name
+    assert base_curve[-1]["boss_tokens"] == 2 * results["per_seed"][0]["baseline_tokens_per_epoch"]
     # equal compute: every arm stops at the baseline's update count, with tokens close to
     # the baseline's (a skipping arm runs more, shorter epochs)
     row = results["per_seed"][0]
@@ -154,7 +158,8 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
     proc = subprocess.run(
         [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
          config, "--out", out, "--max-epoch", "2", "--skip-bleu", "--variant", "w128",
-         "--no-random", "--autoassist-args", "--assistant-window 128"],
+         "--validations", "4", "--extra-args", "--log-interval 5", "--no-random",
+         "--autoassist-args", "--assistant-window 128"],
         capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "[baseline-s1] finished before: reusing" in proc.stdout
@@ -365,3 +370,22 @@ def test_benchmark_overhead_alternates_both_tasks(tiny_data, tmp_path):
                           tiny_data, "--config", _tiny_config(tmp_path), "--out", out,
                           "--updates", "0"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and "--updates 0" in bad.stderr
+
+
+def test_validations_spread_over_the_budget_at_log_lines():
+    counts, freq = np.zeros((105, 2)), [1]  # 105 batches: 105 updates an epoch
+    assert benchmark.budget_updates(counts, freq, ["--max-epoch", "8"]) == 840
+    assert benchmark.budget_updates(counts, [2, 1], ["--max-epoch", "2"]) == 53 + 105
+    assert benchmark.budget_updates(counts, freq, ["--max-epoch", "8",
+                                                   "--max-update", "300"]) == 300
+    assert benchmark.budget_updates(counts, freq, []) is None
+    # 840 / 10 = 84, up to the next multiple of the log interval
+    assert benchmark.validation_flags(["--log-interval", "50"], 840, 10) == [
+        "--validate-interval-updates", "100"]
+    assert benchmark.validation_flags([], 20000, 10) == ["--validate-interval-updates", "2000"]
+    assert benchmark.validation_flags(["--log-interval", "50"], 840, 0) == []
+    assert benchmark.validation_flags(["--validate-interval-updates", "0"], 840, 10) == []
+    with pytest.raises(benchmark.BenchmarkError, match="--validations -1"):
+        benchmark.main(["--data", str(Path(__file__).parent), "--config",
+                        "multi30k/transformer_small", "--out", "x", "--max-epoch", "1",
+                        "--validations", "-1"])
