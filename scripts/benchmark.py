@@ -267,6 +267,12 @@ def baseline_batches(data, tokens, seed):
     return counts, update_freq
 
 
+def epoch_updates(counts, update_freq, epoch):
+    """The baseline's updates in *epoch*: its batches over that epoch's --update-freq (a list
+    whose last value holds for later epochs, as fairseq's)."""
+    return math.ceil(len(counts) / update_freq[min(epoch, len(update_freq)) - 1])
+
+
 def baseline_tokens_at(counts, update_freq, seed, epoch, updates):
     """(non-padding, padded) Boss tokens of the baseline after *updates* updates, epoch
     *epoch*: full earlier epochs plus the first batches of this epoch in fairseq's
@@ -274,8 +280,7 @@ def baseline_tokens_at(counts, update_freq, seed, epoch, updates):
     import numpy as np
     from fairseq.data import data_utils
 
-    done = sum(math.ceil(len(counts) / update_freq[min(e, len(update_freq)) - 1])
-               for e in range(1, epoch))
+    done = sum(epoch_updates(counts, update_freq, e) for e in range(1, epoch))
     n = min(len(counts), max(0, updates - done) * update_freq[min(epoch, len(update_freq)) - 1])
     order = list(range(len(counts)))
     with data_utils.numpy_seed(seed + epoch):
@@ -893,7 +898,7 @@ def parse_cli(argv):
 def updates_for_tokens(counts, update_freq, tokens):
     """Baseline updates that train about *tokens* Boss tokens (its mean tokens per update
     of an epoch; at least 1)."""
-    per_epoch = math.ceil(len(counts) / update_freq[0])
+    per_epoch = epoch_updates(counts, update_freq, 1)
     return max(1, round(tokens / (counts[:, 0].sum() / per_epoch)))
 
 
@@ -904,8 +909,7 @@ def budget_updates(counts, update_freq, tokens):
         return int(max_update)
     if (max_epoch := get_flag(tokens, "--max-epoch")) is None:
         return None
-    return sum(math.ceil(len(counts) / update_freq[min(e, len(update_freq)) - 1])
-               for e in range(1, int(max_epoch) + 1))
+    return sum(epoch_updates(counts, update_freq, e) for e in range(1, int(max_epoch) + 1))
 
 
 def validation_flags(tokens, updates, validations):
