@@ -33,15 +33,17 @@ every arm, overriding the config's; a config naming other languages is an error.
 Every arm logs to OUT/<run>/train.log and saves to OUT/<run>/checkpoints; a finished run
 (log says "done training", checkpoint present, same command) is reused, an interrupted one
 resumes from its checkpoint_last.pt, so a comparison can span several sessions. Epoch
-checkpoints are kept (the config's --keep-last-epochs and --no-epoch-checkpoints are dropped
-unless --skip-bleu) and each is scored once (OUT/<run>/checkpoints/bleu-checkpointE.log).
+checkpoints, and the checkpoints saved at the validations inside epochs, are kept (the
+config's --keep-last-epochs, --keep-interval-updates and --no-epoch-checkpoints are dropped
+unless --skip-bleu) and each is scored once (OUT/<run>/checkpoints/bleu-checkpoint*.log).
 
 Measured at each validation: the validation loss (base 2), fairseq's ``wall`` (seconds since
 training started, validations and checkpoint saves included; a resumed run continues the
 wall of the checkpoint it resumed from), and the Boss tokens trained so far (non-padding
 source + target tokens, EOS included): ``aa_boss_tok`` of the arm's log, or for the
 baseline recomputed from the binarised train set with fairseq's batching. Test BLEU (beam
-4, detokenised sacreBLEU, scripts/evaluate.sh) per epoch checkpoint. For each arm: the
+4, detokenised sacreBLEU, scripts/evaluate.sh) per epoch checkpoint and, with --validations,
+per checkpoint saved at each validation inside an epoch. For each arm: the
 validation loss and BLEU at equal Boss tokens (the smallest final token count of the arms)
 and at equal wall time (the smallest final wall), linear between measurements; the tokens
 and wall time to reach the baseline's best validation loss and the baseline's final BLEU
@@ -136,7 +138,7 @@ def find_config(name):
 
 
 LANG_FLAGS = ("--source-lang", "-s", "--target-lang", "-t")
-KEEP_EPOCH_FLAGS = ("--keep-last-epochs", "--no-epoch-checkpoints")
+KEEP_EPOCH_FLAGS = ("--keep-last-epochs", "--no-epoch-checkpoints", "--keep-interval-updates")
 BLEU_MARGIN = 0.2
 
 
@@ -153,8 +155,8 @@ def build_run_args(config_tokens, kind, seed, save_dir, budget, extra, autoassis
         extra (list): flags for every arm.
         autoassist_extra (list): flags for an Assistant arm only.
         langs (tuple, optional): (source, target) replacing the config's (default: None).
-        keep_epochs (bool, optional): drop --keep-last-epochs/--no-epoch-checkpoints, so
-            every epoch checkpoint stays for BLEU (default: False).
+        keep_epochs (bool, optional): drop --keep-last-epochs, --keep-interval-updates and
+            --no-epoch-checkpoints, so every saved checkpoint stays for BLEU (default: False).
     """
     drop = {"--task", "--user-dir", "--save-dir", "--seed", "--log-format"}
     if budget:
@@ -463,15 +465,22 @@ def run_bleu(data, ckpt_dir, subset="test", checkpoint="checkpoint_best.pt"):
 
 
 def bleu_curve(data, ckpt_dir, curve):
-    """Test BLEU of every epoch checkpoint (checkpointE.pt) of a run, and of its
-    checkpoint_last.pt when the run ended inside an epoch (--max-update), as points of its
+    """Test BLEU of every epoch checkpoint (checkpointE.pt) of a run, of every checkpoint
+    saved at a validation inside an epoch (checkpoint_E_U.pt, --save-interval-updates), and
+    of its checkpoint_last.pt when the run ended elsewhere (--max-update), as points of its
     curve: {epoch, updates, boss_tokens, wall, bleu}, in update order."""
     by_epoch = {p["epoch"]: p for p in curve}  # an epoch's last validation: its end
+    by_update = {p["updates"]: p for p in curve}
     todo = []
     for path in ckpt_dir.glob("checkpoint*.pt"):
-        m = re.fullmatch(r"checkpoint(\d+)\.pt", path.name)
-        if m and int(m.group(1)) in by_epoch:
-            todo.append((by_epoch[int(m.group(1))], path.name))
+        if m := re.fullmatch(r"checkpoint(\d+)\.pt", path.name):
+            point = by_epoch.get(int(m.group(1)))
+        elif m := re.fullmatch(r"checkpoint_\d+_(\d+)\.pt", path.name):
+            point = by_update.get(int(m.group(1)))
+        else:
+            continue
+        if point is not None:
+            todo.append((point, path.name))
     if curve and curve[-1]["updates"] not in {p["updates"] for p, _ in todo} and (
             ckpt_dir / "checkpoint_last.pt").exists():
         todo.append((curve[-1], "checkpoint_last.pt"))
@@ -711,6 +720,12 @@ def fmt(value, spec=".3f"):
     return "n/a" if value is None else format(value, spec)
 
 
+def fmt_tokens(value):
+    """A token count in millions, to the thousand tokens (7.048M): arms often differ by less
+    than the 1% that three significant digits would show."""
+    return "n/a" if value is None else f"{value / 1e6:.3f}M"
+
+
 def arm_rows(arms_of_seed, label):
     """Markdown rows of the equal-compute table for one seed (or the means)."""
     rows = []
@@ -718,7 +733,7 @@ def arm_rows(arms_of_seed, label):
         noise = m.get("noise") or {}
         rows.append(
             f"| {label} | {arm} | {fmt(m.get('epochs_trained'), '.2f')} | "
-            f"{fmt(m['final']['updates'], '.0f')} | {fmt(m['final']['boss_tokens'], '.3g')} | "
+            f"{fmt(m['final']['updates'], '.0f')} | {fmt_tokens(m['final']['boss_tokens'])} | "
             f"{fmt(m['final']['wall'], '.0f')} | {fmt(m['valid_loss_at_equal_tokens'])} | "
             f"{fmt(m['valid_loss_at_equal_wall'])} | {fmt(m['bleu_at_equal_tokens'], '.2f')} | "
             f"{fmt(m['bleu_at_equal_wall'], '.2f')} | "
@@ -818,7 +833,8 @@ NOTES = ("Equal compute: the baseline trains first (the config's --max-epoch, or
          f"minus {BLEU_MARGIN}; tokens/wall to a target = where the curve first reaches it, "
          "linear between the measurement before and the first one at or past it (ratios: "
          "arm / baseline). BLEU: scripts/evaluate.sh (beam 4, detokenised sacreBLEU, test "
-         "set) on every epoch checkpoint and on the last checkpoint (sacreBLEU signatures in "
+         "set) on every epoch checkpoint, every checkpoint saved at a validation inside an "
+         "epoch and the last checkpoint (sacreBLEU signatures in "
          "OUT/<run>/checkpoints/bleu-*.log). The random arm accepts at AutoAssist's "
          "measured per-epoch token acceptance (`aa_accept_tok`). AutoAssist vs baseline table: "
          "as earlier versions (first validation at or below the target, no interpolation; "
@@ -874,8 +890,9 @@ def parse_cli(argv):
     p.add_argument("--validations", type=int, default=10,
                    help="validations per run, evenly over the baseline's updates "
                         "(--validate-interval-updates, a multiple of --log-interval), besides "
-                        "those at epoch ends; 0: at epoch ends only, as before this option "
-                        "(default: 10)")
+                        "those at epoch ends, each with a checkpoint scored for BLEU "
+                        "(--save-interval-updates; not with --skip-bleu); 0: at epoch ends "
+                        "only, as before this option (default: 10)")
     p.add_argument("--autoassist-args", default="",
                    help="more flags for the autoassist arm only")
     p.add_argument("--arm", action="append", type=parse_arm, default=[], metavar='NAME="ARGS"',
@@ -912,18 +929,23 @@ def budget_updates(counts, update_freq, tokens):
     return sum(epoch_updates(counts, update_freq, e) for e in range(1, int(max_epoch) + 1))
 
 
-def validation_flags(tokens, updates, validations):
+def validation_flags(tokens, updates, validations, checkpoints=False):
     """--validate-interval-updates for about *validations* validations over *updates*: with
     a validation only at epoch ends, a 2-epoch budget has 2 points and every figure between
     them is a straight line. A multiple of --log-interval, so each validation's Boss tokens
-    are read from the train_inner line of its own update. [] when 0, or when the config or
-    --extra-args sets an interval."""
+    are read from the train_inner line of its own update. With *checkpoints* (test BLEU
+    wanted), also --save-interval-updates at the same step: fairseq then saves
+    checkpoint_E_U.pt at every such validation, and BLEU is scored there too, not only at
+    epoch ends. [] when 0, or when the config or --extra-args sets an interval."""
     if not validations or not updates or get_flag(tokens,
                                                   "--validate-interval-updates") is not None:
         return []
     log_interval = int(get_flag(tokens, "--log-interval", default=100))
-    step = math.ceil(math.ceil(updates / validations) / log_interval) * log_interval
-    return ["--validate-interval-updates", str(step)]
+    step = str(math.ceil(math.ceil(updates / validations) / log_interval) * log_interval)
+    flags = ["--validate-interval-updates", step]
+    if checkpoints and get_flag(tokens, "--save-interval-updates") is None:
+        flags += ["--save-interval-updates", step]
+    return flags
 
 
 def benchmark_seed(seed, ctx):
@@ -939,7 +961,7 @@ def benchmark_seed(seed, ctx):
                                                          ctx["budget_tokens"]))]
     probe = build_run_args(tokens, "baseline", seed, out, budget, extra, [], langs)
     extra = extra + validation_flags(probe, budget_updates(counts, update_freq, probe),
-                                     ctx["validations"])
+                                     ctx["validations"], checkpoints=keep)
     args = {"baseline": build_run_args(tokens, "baseline", seed, out / base_name / "checkpoints",
                                        budget, extra, [], langs, keep)}
     logs = {"baseline": parse_log(run_training(base_name, data, args["baseline"], out))}

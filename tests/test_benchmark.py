@@ -201,6 +201,10 @@ def test_arm_metrics_against_the_baseline():
     assert m["bleu_at_equal_tokens"] == pytest.approx(11.0)
     assert m["tokens_to_target_bleu"] == pytest.approx(80 + 160 * 1.8 / 4)
     assert m["wall_to_target_bleu_ratio"] == pytest.approx((10 + 20 * 1.8 / 4) / 20)
+    # the table tells apart token counts that differ by less than 1%
+    m["final"]["boss_tokens"] = 7_048_510
+    row, = benchmark.arm_rows({"random": m}, 1)
+    assert row.startswith("| 1 | random |") and "| 7.049M |" in row
 
 
 def test_noise_kind_table_lists_every_kind_of_every_arm():
@@ -386,7 +390,32 @@ def test_validations_spread_over_the_budget_at_log_lines():
     assert benchmark.validation_flags([], 20000, 10) == ["--validate-interval-updates", "2000"]
     assert benchmark.validation_flags(["--log-interval", "50"], 840, 0) == []
     assert benchmark.validation_flags(["--validate-interval-updates", "0"], 840, 10) == []
+    # with BLEU, a checkpoint at every one of those validations
+    assert benchmark.validation_flags(["--log-interval", "50"], 840, 10, checkpoints=True) == [
+        "--validate-interval-updates", "100", "--save-interval-updates", "100"]
+    assert benchmark.validation_flags(["--save-interval-updates", "300"], 840, 10,
+                                      checkpoints=True) == ["--validate-interval-updates", "100"]
     with pytest.raises(benchmark.BenchmarkError, match="--validations -1"):
         benchmark.main(["--data", str(Path(__file__).parent), "--config",
                         "multi30k/transformer_small", "--out", "x", "--max-epoch", "1",
                         "--validations", "-1"])
+
+
+def test_bleu_is_scored_at_mid_epoch_validation_checkpoints(tmp_path, monkeypatch):
+    # a 250-update run: epoch 1 ends at update 120, validations every 100 updates
+    curve = [{"epoch": 1, "updates": 100, "boss_tokens": 1000, "wall": 10.0},
+             {"epoch": 1, "updates": 120, "boss_tokens": 1200, "wall": 12.0},
+             {"epoch": 2, "updates": 200, "boss_tokens": 2000, "wall": 20.0},
+             {"epoch": 3, "updates": 250, "boss_tokens": 2500, "wall": 25.0}]
+    for name in ("checkpoint_1_100.pt", "checkpoint1.pt", "checkpoint_2_200.pt",
+                 "checkpoint_last.pt", "checkpoint_best.pt", "checkpoint_2_150.pt"):
+        (tmp_path / name).write_bytes(b"")
+    scored = []
+    monkeypatch.setattr(benchmark, "run_bleu", lambda data, ckpt_dir, checkpoint: (
+        scored.append(checkpoint) or float(len(scored))))
+    points = benchmark.bleu_curve("data", tmp_path, curve)
+    # checkpoint_2_150.pt has no validation point (a stale file): not scored
+    assert scored == ["checkpoint_1_100.pt", "checkpoint1.pt", "checkpoint_2_200.pt",
+                      "checkpoint_last.pt"]
+    assert [(p["updates"], p["boss_tokens"], p["bleu"]) for p in points] == [
+        (100, 1000, 1.0), (120, 1200, 2.0), (200, 2000, 3.0), (250, 2500, 4.0)]
