@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The noise-filter oracle: a prepared noisy corpus without its labelled noisy pairs.
+
+A noise-aware selection rule can at best leave out every noisy pair and nothing else.
+Training plain fairseq on what remains measures that bound: if even the clean pairs alone
+do not reach the noisy baseline's loss with clearly fewer Boss tokens, no rule can by
+skipping the noise. This script writes that corpus from a directory of
+``scripts/prepare-corpus.sh`` whose training pairs carry labels (``scripts/add_noise.py``):
+
+* ``OUT/train.SRC-TGT.{SRC,TGT}.{bin,idx}``: the binarised training pairs whose label is
+  ``clean``, copied token for token (same dictionary, same subwords: validation losses of
+  the two corpora compare directly);
+* ``OUT/train.kept-lines``: their raw line numbers, as prepare-corpus.sh writes them;
+* the dictionaries, valid and test splits, ``raw/`` and ``spm/`` linked to DATA's;
+* ``OUT/train.SRC-TGT.autoassist.*``: the TF-IDF features (``autoassist-features``), so that
+  ``scripts/benchmark.py --data OUT`` runs every arm.
+
+Example::
+
+    python scripts/drop_noise.py --data work/multi30k-noisy --out work/multi30k-noisy-oracle
+"""
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+def split_files(data):
+    """The language pair and the valid/test/dictionary files of a prepared directory."""
+    idx = sorted(p.name for p in data.glob("train.*-*.*.idx"))
+    if not idx:
+        raise SystemExit(f"drop_noise.py: error: no binarised training set in {data} "
+                         "(train.SRC-TGT.*.idx); give a directory of scripts/prepare-corpus.sh")
+    pair = idx[0].split(".")[1]
+    src, tgt = pair.split("-")
+    return src, tgt
+
+
+def read_labels(data):
+    """Per binarised training pair, its label: DATA/train.noise-labels through train.kept-lines."""
+    labels_path, kept_path = data / "train.noise-labels", data / "train.kept-lines"
+    for path, why in ((labels_path, "copy the OUT.labels of scripts/add_noise.py there"),
+                      (kept_path, "rerun scripts/prepare-corpus.sh, which writes it")):
+        if not path.exists():
+            raise SystemExit(f"drop_noise.py: error: {path} not found: {why}")
+    labels = np.array(labels_path.read_text(encoding="utf-8").splitlines(), dtype=object)
+    kept = np.loadtxt(kept_path, dtype=np.int64, ndmin=1)
+    if len(kept) and kept.max() >= len(labels):
+        raise SystemExit(f"drop_noise.py: error: {kept_path} refers to raw line {kept.max()} "
+                         f"but {labels_path} has {len(labels)} lines: the labels belong to "
+                         "another corpus")
+    return labels[kept], kept
+
+
+def write_subset(prefix_in, prefix_out, keep, dict_path):
+    """Copy the rows *keep* of a binarised side into a new mmap dataset; returns the rows
+    of the input."""
+    from fairseq.data import Dictionary, indexed_dataset
+
+    vocab_size = len(Dictionary.load(str(dict_path)))
+    dataset = indexed_dataset.make_dataset(prefix_in, impl=indexed_dataset.infer_dataset_impl(prefix_in))
+    builder = indexed_dataset.make_builder(indexed_dataset.data_file_path(prefix_out), "mmap",
+                                           vocab_size=vocab_size)
+    for i in keep:
+        builder.add_item(torch.as_tensor(dataset[int(i)]))
+    builder.finalize(indexed_dataset.index_file_path(prefix_out))
+    return len(dataset)
+
+
+def link(target, name):
+    """OUT/name -> target (absolute), replacing an old link."""
+    if name.is_symlink() or name.exists():
+        name.unlink()
+    name.symlink_to(target.resolve())
+
+
+def drop_noise(data, out):
+    data, out = Path(data), Path(out)
+    if data.resolve() == out.resolve():
+        raise SystemExit("drop_noise.py: error: --out must differ from --data")
+    src, tgt = split_files(data)
+    labels, kept = read_labels(data)
+    keep = np.flatnonzero(labels == "clean")
+    out.mkdir(parents=True, exist_ok=True)
+    for path in data.iterdir():
+        if path.name.startswith(("valid.", "test.", "dict.")) or path.name in ("raw", "spm"):
+            link(path, out / path.name)
+    for lang in (src, tgt):
+        n = write_subset(str(data / f"train.{src}-{tgt}.{lang}"),
+                         str(out / f"train.{src}-{tgt}.{lang}"), keep,
+                         data / f"dict.{lang}.txt")
+        if n != len(labels):
+            raise SystemExit(f"drop_noise.py: error: {data}/train.kept-lines has {len(labels)} "
+                             f"lines for {n} binarised pairs: rerun scripts/prepare-corpus.sh")
+    np.savetxt(out / "train.kept-lines", kept[keep], fmt="%d")
+    counts = Counter(labels.tolist())
+    print(f"kept {len(keep)} of {len(labels)} pairs; dropped "
+          + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items()) if kind != "clean"))
+    from autoassist_fairseq.features.build import build_features
+    build_features(str(out), src, tgt)
+    print(f"wrote {out}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog="example: python scripts/drop_noise.py --data "
+                                       "work/multi30k-noisy --out work/multi30k-noisy-oracle")
+    p.add_argument("--data", required=True, type=Path,
+                   help="directory of scripts/prepare-corpus.sh with train.noise-labels")
+    p.add_argument("--out", required=True, type=Path, help="the new data directory")
+    a = p.parse_args(argv)
+    drop_noise(a.data, a.out)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    main()
