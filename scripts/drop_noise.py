@@ -29,14 +29,13 @@ import numpy as np
 import torch
 
 
-def split_files(data):
-    """The language pair and the valid/test/dictionary files of a prepared directory."""
+def language_pair(data):
+    """(source, target) of the binarised training set of a prepared directory."""
     idx = sorted(p.name for p in data.glob("train.*-*.*.idx"))
     if not idx:
         raise SystemExit(f"drop_noise.py: error: no binarised training set in {data} "
                          "(train.SRC-TGT.*.idx); give a directory of scripts/prepare-corpus.sh")
-    pair = idx[0].split(".")[1]
-    src, tgt = pair.split("-")
+    src, tgt = idx[0].split(".")[1].split("-")
     return src, tgt
 
 
@@ -56,19 +55,21 @@ def read_labels(data):
     return labels[kept], kept
 
 
-def write_subset(prefix_in, prefix_out, keep, dict_path):
-    """Copy the rows *keep* of a binarised side into a new mmap dataset; returns the rows
-    of the input."""
+def open_side(prefix):
+    from fairseq.data import indexed_dataset
+
+    return indexed_dataset.make_dataset(prefix, impl=indexed_dataset.infer_dataset_impl(prefix))
+
+
+def write_subset(dataset, prefix_out, keep, dict_path):
+    """Copy the rows *keep* of a binarised side into a new mmap dataset."""
     from fairseq.data import Dictionary, indexed_dataset
 
-    vocab_size = len(Dictionary.load(str(dict_path)))
-    dataset = indexed_dataset.make_dataset(prefix_in, impl=indexed_dataset.infer_dataset_impl(prefix_in))
     builder = indexed_dataset.make_builder(indexed_dataset.data_file_path(prefix_out), "mmap",
-                                           vocab_size=vocab_size)
+                                           vocab_size=len(Dictionary.load(str(dict_path))))
     for i in keep:
         builder.add_item(torch.as_tensor(dataset[int(i)]))
     builder.finalize(indexed_dataset.index_file_path(prefix_out))
-    return len(dataset)
 
 
 def link(target, name):
@@ -82,20 +83,25 @@ def drop_noise(data, out):
     data, out = Path(data), Path(out)
     if data.resolve() == out.resolve():
         raise SystemExit("drop_noise.py: error: --out must differ from --data")
-    src, tgt = split_files(data)
+    src, tgt = language_pair(data)
     labels, kept = read_labels(data)
+    sides = {lang: open_side(str(data / f"train.{src}-{tgt}.{lang}")) for lang in (src, tgt)}
+    for side in sides.values():  # checked before anything is written
+        if len(side) != len(labels):
+            raise SystemExit(f"drop_noise.py: error: {data}/train.kept-lines has {len(labels)} "
+                             f"lines for {len(side)} binarised pairs: rerun "
+                             "scripts/prepare-corpus.sh")
     keep = np.flatnonzero(labels == "clean")
+    if not len(keep):
+        raise SystemExit(f"drop_noise.py: error: no pair of {data} is labelled clean: "
+                         "nothing to train on")
     out.mkdir(parents=True, exist_ok=True)
     for path in data.iterdir():
         if path.name.startswith(("valid.", "test.", "dict.")) or path.name in ("raw", "spm"):
             link(path, out / path.name)
-    for lang in (src, tgt):
-        n = write_subset(str(data / f"train.{src}-{tgt}.{lang}"),
-                         str(out / f"train.{src}-{tgt}.{lang}"), keep,
-                         data / f"dict.{lang}.txt")
-        if n != len(labels):
-            raise SystemExit(f"drop_noise.py: error: {data}/train.kept-lines has {len(labels)} "
-                             f"lines for {n} binarised pairs: rerun scripts/prepare-corpus.sh")
+    for lang, side in sides.items():
+        write_subset(side, str(out / f"train.{src}-{tgt}.{lang}"), keep,
+                     data / f"dict.{lang}.txt")
     np.savetxt(out / "train.kept-lines", kept[keep], fmt="%d")
     counts = Counter(labels.tolist())
     print(f"kept {len(keep)} of {len(labels)} pairs; dropped "

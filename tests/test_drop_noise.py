@@ -65,6 +65,15 @@ def test_missing_labels_and_foreign_labels_are_clear_errors(tiny_data, tmp_path)
     assert proc.returncode != 0 and "belong to another corpus" in proc.stderr
     proc = _run("--data", data, "--out", data)
     assert proc.returncode != 0 and "must differ" in proc.stderr
+    (data / "train.noise-labels").write_text("\n".join(labels) + "\n")
+    (data / "train.kept-lines").write_text("1\n2\n")  # another corpus's mapping
+    proc = _run("--data", data, "--out", tmp_path / "o3")
+    assert proc.returncode != 0 and f"2 lines for {n} binarised pairs" in proc.stderr
+    assert not (tmp_path / "o3").exists()  # nothing written
+    (data / "train.kept-lines").write_text("".join(f"{i + 1}\n" for i in range(n)))
+    (data / "train.noise-labels").write_text("copy\n" * (n + 1))
+    proc = _run("--data", data, "--out", tmp_path / "o4")
+    assert proc.returncode != 0 and "no pair" in proc.stderr and "labelled clean" in proc.stderr
 
 
 def _curve(losses, tokens_per_point, wall_per_point):
