@@ -122,7 +122,7 @@ def test_new_hparams_are_checked(kw, flag):
         AssistantHParams(**kw).check()
 
 
-@pytest.mark.parametrize("rule", ["paper", "random", "learnable"])
+@pytest.mark.parametrize("rule", ["paper", "random", "learnable", "noise"])
 def test_state_round_trip(store, rule):
     a = _trained(store, rule, random_rates="0.7")
     a.learn(np.arange(2), np.array([np.nan, 1.0]))
@@ -131,7 +131,7 @@ def test_state_round_trip(store, rule):
     assert b.stats == a.stats
     ids = np.arange(600)
     np.testing.assert_allclose(b.accept_probability(ids), a.accept_probability(ids), rtol=1e-5)
-    if rule == "learnable":
+    if rule in ("learnable", "noise"):
         assert a.stats["unlearnable"] == b.stats["unlearnable"]
         np.testing.assert_array_equal(b.history.last, a.history.last)
         np.testing.assert_array_equal(b.history.strikes, a.history.strikes)

@@ -149,3 +149,18 @@ def test_learnable_rule_skips_learned_and_noise_pairs_paper_keeps_noise(tmp_path
     p_low = ours.accept_probability(np.arange(len(kind)))
     np.testing.assert_allclose(p_low[flagged], 1 - ours.hparams.lambda_max)
     assert p_low[~flagged].min() >= 0.9 - 1e-9
+
+
+def test_noise_rule_skips_only_the_pairs_taken_for_noise(tmp_path):
+    store, kind, base = _simulated_corpus(tmp_path)
+    ours, p, by_kind = _run_stream(store, kind, base, "noise")
+    flagged = ours.history.strikes >= ours.hparams.noise_patience
+    assert flagged[kind == NOISE].mean() > 0.6 > 0.1 > flagged[kind == LEARNABLE].mean()
+    assert ours.stats["unlearnable"] == int(flagged.sum())
+    # learned pairs are taken as often as learnable ones: only the noise mark skips
+    np.testing.assert_allclose(p[~flagged], 1.0)
+    np.testing.assert_allclose(p[flagged], 1 - ours.hparams.lambda_max)
+    assert by_kind[LEARNED] > 0.97 and by_kind[NOISE] < by_kind[LEARNABLE] - 0.25
+    # before any loss, the rule takes every pair
+    fresh = Assistant(store, AssistantHParams(rule="noise"))
+    np.testing.assert_array_equal(fresh.accept_probability(np.arange(50)), 1.0)

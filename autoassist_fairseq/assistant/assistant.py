@@ -19,7 +19,7 @@ class AssistantHParams:
     lr 4 learned more per Boss token than lr 1 in both measured seeds.
 
     ``rule`` picks the selection rule (:mod:`.rules`). ``random_rates`` feeds ``random``.
-    The ``noise_*`` fields steer ``learnable``'s test for unlearnable pairs: a pair is
+    The ``noise_*`` fields steer the test of ``learnable`` and ``noise`` for unlearnable pairs: a pair is
     skipped once its loss was above the EMA of the ``noise_quantile`` quantile of the loss
     batches at ``noise_patience`` consecutive visits without falling by more than
     ``noise_min_decline`` (relative) between them. Defaults: 0.8 flags only the top fifth
@@ -98,7 +98,7 @@ class Assistant:
                                           hparams.lambda_max, hparams.warmup)
         self.rates = parse_random_rates(hparams.random_rates) if hparams.random_rates else ()
         self.history = None
-        if hparams.rule == "learnable":  # the other rules need no per-pair memory
+        if hparams.rule in ("learnable", "noise"):  # the others need no per-pair memory
             self.history = PairHistory(store.num_rows, hparams.noise_quantile,
                                        hparams.threshold_decay, hparams.noise_min_decline,
                                        hparams.noise_patience)
@@ -124,6 +124,8 @@ class Assistant:
           1 - lambda_max at once. lambda_k measures how far the *features'* prediction g can
           be trusted; the unlearnable mark rests on the pair's own losses, and under lambda_k
           (0.47 on noisy Multi30k) a marked pair was still accepted half the time.
+        - ``noise``: 1 for every pair, except the floor 1 - lambda_max for a pair taken for
+          unlearnable (the same mark as ``learnable``'s).
         """
         rule = self.hparams.rule
         if rule == "random":
@@ -134,6 +136,12 @@ class Assistant:
             prob = accept_probability(u, self.schedule.lam)
             if self.schedule.threshold is not None:
                 prob[self.history.is_unlearnable(ids)] = 1.0 - self.hparams.lambda_max
+            return prob
+        if rule == "noise":
+            prob = np.ones(len(ids))
+            if self.schedule.threshold is not None:
+                prob[self.history.is_unlearnable(np.asarray(ids, dtype=np.int64))] = \
+                    1.0 - self.hparams.lambda_max
             return prob
         return accept_probability(self.utility(ids), self.schedule.lam)
 
@@ -183,8 +191,8 @@ class Assistant:
     def load_state_dict(self, state: dict) -> None:
         """Restore a state; the pass number is not part of it (``begin_epoch`` sets it).
 
-        A state saved under another rule loads too: a ``learnable`` Assistant then starts
-        its loss history empty, the other rules ignore a saved history.
+        A state saved under another rule loads too: a ``learnable`` or ``noise`` Assistant
+        then starts its loss history empty, the other rules ignore a saved history.
         """
         self.model.load_state_dict(state["model"])
         self.schedule.load_state_dict(state["schedule"])

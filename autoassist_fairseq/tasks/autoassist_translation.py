@@ -54,29 +54,29 @@ class AutoAssistTranslationConfig(TranslationConfig):
     assistant_warmup: int = field(
         default=_DEFAULTS.warmup,
         metadata={"help": "loss batches the assistant learns from before lambda_k may rise"})
-    assistant_rule: ChoiceEnum(["paper", "random", "learnable"]) = field(
+    assistant_rule: ChoiceEnum(["paper", "random", "learnable", "noise"]) = field(
         default=_DEFAULTS.rule,
         metadata={"help": "selection rule: paper (skip pairs g predicts easy, algorithm 1), "
                           "random (skip at the fixed per-pass rates of "
                           "--assistant-random-rates; a control), learnable (skip pairs whose "
                           "last loss was below T_k and pairs whose loss stays high without "
-                          "declining)"})
+                          "declining), noise (skip only the latter)"})
     assistant_random_rates: str = field(
         default=_DEFAULTS.random_rates,
         metadata={"help": "comma-separated acceptance rates in (0, 1] of data passes 1, 2, ... "
                           "for --assistant-rule random; the last repeats (e.g. 1.0,0.8,0.74)"})
     assistant_noise_quantile: float = field(
         default=_DEFAULTS.noise_quantile,
-        metadata={"help": "learnable rule: a loss counts as high above the ema of this "
-                          "quantile of the loss batches"})
+        metadata={"help": "learnable and noise rules: a loss counts as high above the "
+                          "ema of this quantile of the loss batches"})
     assistant_noise_min_decline: float = field(
         default=_DEFAULTS.noise_min_decline,
-        metadata={"help": "learnable rule: relative loss decline between two visits of a pair "
-                          "that counts as still learning"})
+        metadata={"help": "learnable and noise rules: relative loss decline between two "
+                          "visits of a pair that counts as still learning"})
     assistant_noise_patience: int = field(
         default=_DEFAULTS.noise_patience,
-        metadata={"help": "learnable rule: consecutive high visits without that decline after "
-                          "which a pair is skipped as unlearnable"})
+        metadata={"help": "learnable and noise rules: consecutive high visits without that "
+                          "decline after which a pair is skipped as unlearnable"})
     assistant_window: int = field(
         default=4096, metadata={"help": "candidates (random pairs, batched by length inside) scored "
                                        "together"})
