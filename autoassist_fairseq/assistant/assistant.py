@@ -19,8 +19,8 @@ class AssistantHParams:
     lr 4 learned more per Boss token than lr 1 in both measured seeds.
 
     ``rule`` picks the selection rule (:mod:`.rules`). ``random_rates`` feeds ``random``.
-    The ``noise_*`` fields steer the test of ``learnable`` and ``noise`` for unlearnable pairs: a pair is
-    skipped once its loss was above the EMA of the ``noise_quantile`` quantile of the loss
+    The ``noise_*`` fields steer the test of ``learnable`` and ``noise`` for unlearnable
+    pairs: a pair is skipped once its loss was above the EMA of the ``noise_quantile`` quantile of the loss
     batches at ``noise_patience`` consecutive visits without falling by more than
     ``noise_min_decline`` (relative) between them. Defaults: 0.8 flags only the top fifth
     of the losses, where misaligned pairs gather (on a noisy Multi30k their mean loss was

@@ -10,7 +10,9 @@ extra forward pass), and only changes P(accept i):
 - ``noise``: skips only the pairs ``learnable`` takes for unlearnable and takes every other
   pair: a noise filter. On noisy Multi30k, leaving out every noisy pair (an oracle) lowered the
   validation loss at equal tokens by 0.14-0.20, while skipping learned pairs cost on every
-  clean corpus measured (docs/results/equal-compute.md).
+  clean corpus measured; this rule found half of the misaligned and wrong-language pairs
+  there but, marking them late and missing the copies, gained nothing measurable
+  (docs/results/equal-compute.md).
 
 The functions here are pure; :class:`PairHistory` only holds the per-pair arrays.
 """
