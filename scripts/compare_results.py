@@ -81,8 +81,10 @@ def markdown(table):
                 f"{fmt(m['final']['wall'], '.0f')} | {fmt_tokens(m['equal_tokens'])} | "
                 f"{fmt(m['valid_loss_at_equal_tokens'])} | "
                 f"{fmt(m['bleu_at_equal_tokens'], '.2f')} | "
-                f"{fmt(m['tokens_to_target_loss_ratio'])} / {fmt(m['wall_to_target_loss_ratio'])} | "
-                f"{fmt(m['tokens_to_target_bleu_ratio'])} / {fmt(m['wall_to_target_bleu_ratio'])} |")
+                f"{fmt(m['tokens_to_target_loss_ratio'])} / "
+                f"{fmt(m['wall_to_target_loss_ratio'])} | "
+                f"{fmt(m['tokens_to_target_bleu_ratio'])} / "
+                f"{fmt(m['wall_to_target_bleu_ratio'])} |")
     return "\n".join(rows)
 
 
