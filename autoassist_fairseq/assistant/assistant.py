@@ -22,8 +22,7 @@ class AssistantHParams:
     The ``noise_*`` fields steer the test of ``learnable`` and ``noise`` for unlearnable
     pairs: a pair is skipped once its loss was above the EMA of the ``noise_quantile``
     quantile of the loss batches at ``noise_patience`` consecutive visits without falling
-    by more than
-    ``noise_min_decline`` (relative) between them. Defaults: 0.8 flags only the top fifth
+    by more than ``noise_min_decline`` (relative) between them. Defaults: 0.8 flags only the top fifth
     of the losses, where misaligned pairs gather (on a noisy Multi30k their mean loss was
     4.89 against 3.46 for clean pairs after 8 epochs); 2 visits is the fewest that can show
     the absence of a decline; 0.02 lies below the per-epoch decline of the Boss's mean
