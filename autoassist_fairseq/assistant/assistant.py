@@ -22,10 +22,10 @@ class AssistantHParams:
     The ``noise_*`` fields steer the test of ``learnable`` and ``noise`` for unlearnable
     pairs: a pair is skipped once its loss was above the EMA of the ``noise_quantile``
     quantile of the loss batches at ``noise_patience`` consecutive visits without falling
-    by more than ``noise_min_decline`` (relative) between them. Defaults: 0.8 flags only the top fifth
-    of the losses, where misaligned pairs gather (on a noisy Multi30k their mean loss was
-    4.89 against 3.46 for clean pairs after 8 epochs); 2 visits is the fewest that can show
-    the absence of a decline; 0.02 lies below the per-epoch decline of the Boss's mean
+    by more than ``noise_min_decline`` (relative) between them. Defaults: 0.8 flags only
+    the top fifth of the losses, where misaligned pairs gather (on a noisy Multi30k their
+    mean loss was 4.89 against 3.46 for clean pairs after 8 epochs); 2 visits is the fewest
+    that can show the absence of a decline; 0.02 lies below the per-epoch decline of the Boss's mean
     training loss while it still learns, so pairs that keep pace are never flagged."""
 
     lr: float = 4.0
@@ -130,18 +130,15 @@ class Assistant:
         rule = self.hparams.rule
         if rule == "random":
             return np.full(len(ids), pass_rate(self.rates, self.epoch))
-        if rule == "learnable":
+        if rule in ("learnable", "noise"):
             ids = np.asarray(ids, dtype=np.int64)
-            u = self.history.utility(ids, self.utility, self.schedule.threshold)
-            prob = accept_probability(u, self.schedule.lam)
-            if self.schedule.threshold is not None:
+            if rule == "noise":
+                prob = np.ones(len(ids))
+            else:
+                u = self.history.utility(ids, self.utility, self.schedule.threshold)
+                prob = accept_probability(u, self.schedule.lam)
+            if self.schedule.threshold is not None:  # both rules' floor for the marked
                 prob[self.history.is_unlearnable(ids)] = 1.0 - self.hparams.lambda_max
-            return prob
-        if rule == "noise":
-            prob = np.ones(len(ids))
-            if self.schedule.threshold is not None:
-                prob[self.history.is_unlearnable(np.asarray(ids, dtype=np.int64))] = \
-                    1.0 - self.hparams.lambda_max
             return prob
         return accept_probability(self.utility(ids), self.schedule.lam)
 
