@@ -77,9 +77,11 @@ def skip_figures(assistant, losses, ntok):
     ids = np.arange(len(losses))
     chunks = [ids[i:i + 16384] for i in range(0, len(ids), 16384)]
     g = np.concatenate([assistant.utility(c) for c in chunks])
-    if getattr(assistant.hparams, "rule", "paper") == "paper":
+    plain_paper = getattr(assistant.hparams, "rule", "paper") == "paper" \
+        and getattr(assistant, "suspect", None) is None
+    if plain_paper:
         accept = accept_probability(g, assistant.schedule.lam)  # Algorithm 1's, from the same g
-    else:  # the other rules' P(accept) depends on more than g (the pass, a loss history)
+    else:  # the other rules' P(accept) depends on more than g (pass, loss history, checks)
         accept = np.concatenate([assistant.accept_probability(c) for c in chunks])
     skip = 1 - accept  # expected skips per pair in one pass
     token_share = float((skip * ntok).sum() / ntok.sum())
@@ -145,10 +147,11 @@ def noise_shares(noisy, boss_tokens, skip):
     return {"corpus": share(np.ones_like(skip)), "skipped": share(skip), "trained": share(1 - skip)}
 
 
-def noise_by_kind(labels, boss_tokens, skip, losses):
+def noise_by_kind(labels, boss_tokens, skip, losses, flags=None):
     """Per label (``clean`` and each noise kind): pairs, its share of the Boss tokens, the
     share of its own tokens that would be skipped, and its pairs' mean loss. Shows which
     kinds a rule finds: untranslated copies, say, can be learned by copying and then look easy.
+    With *flags* (the pair checks' per-pair flags), also the share of its pairs flagged.
     """
     total = boss_tokens.sum()
     kinds = {}
@@ -161,6 +164,8 @@ def noise_by_kind(labels, boss_tokens, skip, losses):
             "skipped_share": float((skip[mask] * boss_tokens[mask]).sum() / tokens)
             if tokens > 0 else None,
             "mean_loss": float(losses[mask].mean())}
+        if flags is not None:
+            kinds[str(kind)]["pair_checks_flagged"] = float(flags[mask].mean())
     return kinds
 
 
@@ -244,6 +249,7 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
     from . import compat  # noqa: F401  (torch >= 2.6 loads fairseq checkpoints)
     from .assistant import Assistant, AssistantHParams
     from .data.batch_iterator import from_checkpoint
+    from .features.pair_checks import flagged
 
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     overrides = {"data": os.path.abspath(data)}
@@ -270,6 +276,8 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
     if hasattr(assistant, "begin_epoch"):  # the random rule's rate is per pass
         assistant.begin_epoch(state["extra_state"]["train_iterator"].get("epoch", 1))
     g, accept, shares = skip_figures(assistant, losses, ntok)
+    checks = task.features.pair_checks()  # reported whether or not the run used them
+    flags = None if checks is None else flagged(checks)
     skip = 1 - accept
     boss_tokens = (dataset.src_sizes + dataset.tgt_sizes).astype(np.float64)
     stats = assistant.stats
@@ -309,7 +317,7 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
                            "assistant": noise_shares(noisy, boss_tokens, skip),
                            "by_kind_pairs": {str(k): int((noise == k).sum())
                                              for k in np.unique(noise)},
-                           "by_kind": noise_by_kind(noise, boss_tokens, skip, losses)}
+                           "by_kind": noise_by_kind(noise, boss_tokens, skip, losses, flags)}
         oracle_skip = np.zeros(len(losses))
         order = np.argsort(losses)
         oracle_skip[order[np.cumsum(ntok[order]) <= reference_share * ntok.sum()]] = 1
@@ -344,6 +352,9 @@ def format_summary(r):
         lines.append("share of each kind's tokens skipped: " + ", ".join(
             f"{k} {fmt(v['skipped_share'])} (loss {v['mean_loss']:.2f})"
             for k, v in kinds.items()))
+        if any("pair_checks_flagged" in v for v in kinds.values()):
+            lines.append("share of each kind's pairs the pair checks flag: " + ", ".join(
+                f"{k} {fmt(v.get('pair_checks_flagged'))}" for k, v in kinds.items()))
     lines.append(f"verdict: {r['verdict']}: {r['verdict_reason']}")
     return "\n".join(lines)
 

@@ -26,7 +26,11 @@ class AssistantHParams:
     the top fifth of the losses, where misaligned pairs gather (on a noisy Multi30k their
     mean loss was 4.89 against 3.46 for clean pairs after 8 epochs); 2 visits is the fewest
     that can show the absence of a decline; 0.02 lies below the per-epoch decline of the Boss's mean
-    training loss while it still learns, so pairs that keep pace are never flagged."""
+    training loss while it still learns, so pairs that keep pace are never flagged.
+
+    ``pair_checks`` puts the pairs with a side in the wrong language
+    (:mod:`..features.pair_checks`) at the floor 1 - ``lambda_max`` from the first window,
+    under every rule but the ``random`` control."""
 
     lr: float = 4.0
     weight_decay: float = 1e-5
@@ -39,6 +43,7 @@ class AssistantHParams:
     noise_quantile: float = 0.8
     noise_min_decline: float = 0.02
     noise_patience: int = 2
+    pair_checks: bool = False
 
     def __post_init__(self):
         # fairseq's ChoiceEnum values are enums whose str() is the choice
@@ -66,6 +71,9 @@ class AssistantHParams:
                 flag = "--assistant-" + name.replace("_", "-")
                 raise ValueError(f"{flag}={getattr(self, name)} is out of range: it must be "
                                  f"{allowed}")
+        if self.pair_checks and self.rule == "random":
+            raise ValueError("--assistant-pair-checks cannot go with --assistant-rule random: "
+                             "the control must skip at random; drop one of the two")
         if self.random_rates:
             parse_random_rates(self.random_rates)
         elif self.rule == "random":
@@ -102,6 +110,8 @@ class Assistant:
             self.history = PairHistory(store.num_rows, hparams.noise_quantile,
                                        hparams.threshold_decay, hparams.noise_min_decline,
                                        hparams.noise_patience)
+        # pairs the pair checks flag, skipped down to the floor from the start
+        self.suspect = store.suspect_pairs() if hparams.pair_checks else None
         self.epoch = 1
         self.nonfinite = 0
 
@@ -126,12 +136,22 @@ class Assistant:
           (0.47 on noisy Multi30k) a marked pair was still accepted half the time.
         - ``noise``: 1 for every pair, except the floor 1 - lambda_max for a pair taken for
           unlearnable (the same mark as ``learnable``'s).
+
+        With pair checks, a flagged pair gets at most the floor 1 - lambda_max under any
+        rule but ``random``.
         """
         rule = self.hparams.rule
         if rule == "random":
             return np.full(len(ids), pass_rate(self.rates, self.epoch))
+        prob = self._rule_probability(np.asarray(ids, dtype=np.int64))
+        if self.suspect is not None:
+            prob = np.where(self.suspect[ids], np.minimum(prob, 1.0 - self.hparams.lambda_max), prob)
+        return prob
+
+    def _rule_probability(self, ids: np.ndarray) -> np.ndarray:
+        """P(accept) of the ``paper``, ``learnable`` and ``noise`` rules (see above)."""
+        rule = self.hparams.rule
         if rule in ("learnable", "noise"):
-            ids = np.asarray(ids, dtype=np.int64)
             if rule == "noise":
                 prob = np.ones(len(ids))
             else:

@@ -7,6 +7,7 @@ Example::
 """
 
 import argparse
+import filecmp
 import logging
 import os
 import sys
@@ -17,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
+from .pair_checks import other_language_probability
 from .store import FeatureStore, dataset_fingerprint, feature_prefix
 from .tfidf import count_matrix, tfidf_features
 
@@ -99,12 +101,15 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train") -> s
         counts.append(sp.vstack(chunks, format="csr") if chunks else
                       sp.csr_matrix((0, len(dictionary)), dtype=np.float32))
     features = tfidf_features(*counts)
+    # one vocabulary on both sides (--joined-dictionary): the pair checks compare the sides
+    checks = other_language_probability(*counts) if counts[0].shape == counts[1].shape \
+        and filecmp.cmp(*dict_paths, shallow=False) else None
     prefix = feature_prefix(data_dir, split, src, tgt)
     FeatureStore.save(prefix, features, {
         "split": split, "source_lang": src, "target_lang": tgt,
         "src_dim": counts[0].shape[1], "tgt_dim": counts[1].shape[1],
         "fingerprint": dataset_fingerprint(sizes[0], sizes[1], dict_paths),
-    })
+    }, pair_checks=checks)
     return prefix
 
 
@@ -139,6 +144,13 @@ def cli_main(argv=None) -> int:
     logger.info(f"wrote {prefix}.{{json,indptr.npy,indices.npy,data.npy}}: {store.num_rows} pairs, "
                 f"dim {store.dim}, {store.meta['nnz']} nonzeros in {seconds:.1f}s "
                 f"({store.num_rows / max(seconds, 1e-9):,.0f} pairs/s)")
+    checks = store.meta.get("pair_checks")
+    if checks:
+        logger.info(f"pair checks: {checks['flagged']} pairs ({checks['flagged'] / max(store.num_rows, 1):.2%}) "
+                    "have a side in the wrong language (skipped with --assistant-pair-checks)")
+    else:
+        logger.info("no pair checks: they need one dictionary for both sides "
+                    "(fairseq-preprocess --joined-dictionary)")
     return 0
 
 

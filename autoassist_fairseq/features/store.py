@@ -1,4 +1,5 @@
-"""The feature file: a CSR matrix stored as three ``.npy`` arrays plus a JSON header.
+"""The feature file: a CSR matrix stored as three ``.npy`` arrays plus a JSON header, and
+the pair checks (:mod:`.pair_checks`) of every row in a fourth array.
 
 Every worker's Assistant memory-maps the same arrays instead of loading a copy, so N
 workers on a machine share one set of pages in the OS page cache. The header records the
@@ -14,8 +15,11 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from .pair_checks import FLAG_PROBABILITY, check_languages_differ, flagged
+
 FORMAT_VERSION = 1
 _ARRAYS = ("indptr", "indices", "data")
+_PAIR_CHECKS = "pair-checks"
 
 
 def feature_prefix(data_dir: str, split: str, src: str, tgt: str) -> str:
@@ -51,9 +55,10 @@ class FeatureStore:
         meta (dict): the JSON header.
     """
 
-    def __init__(self, prefix: str, meta: dict):
+    def __init__(self, prefix: str, meta: dict, rebuild_hint: str = ""):
         self.prefix = prefix
         self.meta = meta
+        self.rebuild_hint = rebuild_hint
         self.num_rows = int(meta["num_rows"])
         self.dim = int(meta["dim"])
         arrays = {name: np.load(f"{prefix}.{name}.npy", mmap_mode="r") for name in _ARRAYS}
@@ -61,9 +66,11 @@ class FeatureStore:
 
     # -- writing -------------------------------------------------------------------
     @staticmethod
-    def save(prefix: str, features: sp.csr_matrix, meta: dict) -> None:
-        """Write *features* and *meta*; the header goes last, so a crash mid-write
-        leaves no header and the file is rebuilt rather than read half-written."""
+    def save(prefix: str, features: sp.csr_matrix, meta: dict,
+             pair_checks: Optional[np.ndarray] = None) -> None:
+        """Write *features*, the *pair_checks* probabilities (pairs x 2) and *meta*; the
+        header goes last, so a crash mid-write leaves no header and the file is rebuilt
+        rather than read half-written."""
         features = features.tocsr()
         features.sort_indices()
         header_path = prefix + ".json"
@@ -74,10 +81,18 @@ class FeatureStore:
             "indices": features.indices.astype(np.int32),
             "data": features.data.astype(np.float32),
         }
+        if pair_checks is not None:
+            if pair_checks.shape != (features.shape[0], 2):
+                raise ValueError(f"pair checks of shape {pair_checks.shape} do not fit "
+                                 f"{features.shape[0]} feature rows")
+            arrays[_PAIR_CHECKS] = pair_checks.astype(np.float32)
         for name, array in arrays.items():
             np.save(f"{prefix}.{name}.npy", array)
         meta = dict(meta, version=FORMAT_VERSION, num_rows=features.shape[0],
                     dim=features.shape[1], nnz=int(features.nnz))
+        if pair_checks is not None:
+            meta["pair_checks"] = {"flag_probability": FLAG_PROBABILITY,
+                                   "flagged": int(np.count_nonzero(flagged(pair_checks)))}
         tmp = header_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(meta, f, indent=1)
@@ -130,11 +145,41 @@ class FeatureStore:
             raise ValueError(f"feature file {header_path} does not match the dataset or its "
                              f"dictionaries (fingerprint differs): it was built for other data"
                              f"{rebuild}")
-        store = cls(prefix, meta)
+        store = cls(prefix, meta, rebuild_hint)
         if store.indptr[-1] != meta["nnz"]:
             raise ValueError(f"feature file {prefix}.indptr.npy is inconsistent with its "
                              f"header{rebuild}")
         return store
+
+    def pair_checks(self) -> Optional[np.ndarray]:
+        """The pair checks' P(side in the other language), pairs x 2 (:mod:`.pair_checks`),
+        memory-mapped; None when the file was built without them."""
+        path = f"{self.prefix}.{_PAIR_CHECKS}.npy"
+        if "pair_checks" not in self.meta or not os.path.exists(path):
+            return None
+        probability = np.load(path, mmap_mode="r")
+        if probability.shape != (self.num_rows, 2):
+            raise ValueError(f"{path} holds {probability.shape}, expected ({self.num_rows}, 2): "
+                             "it is truncated or from another build; rebuild the features"
+                             + (f" with: {self.rebuild_hint}" if self.rebuild_hint else ""))
+        return probability
+
+    def suspect_pairs(self) -> np.ndarray:
+        """Whether each row's pair has a side in the wrong language (:mod:`.pair_checks`).
+
+        Raises:
+            FileNotFoundError: the file was built without pair checks (an older
+                ``autoassist-features``, or separate dictionaries).
+            ValueError: the sides do not look like two languages to the checks.
+        """
+        probability = self.pair_checks()
+        if probability is None:
+            hint = self.rebuild_hint or "autoassist-features DATA --source-lang SRC --target-lang TGT"
+            raise FileNotFoundError(f"{self.prefix}.json has no pair checks (built by an older "
+                                    "autoassist-features, or without fairseq-preprocess "
+                                    f"--joined-dictionary); rebuild the features with: {hint}")
+        check_languages_differ(probability, f"{self.prefix}.json")
+        return flagged(probability)
 
     def rows(self, ids: np.ndarray) -> sp.csr_matrix:
         """The feature rows of dataset indices *ids*, gathered without a Python loop."""

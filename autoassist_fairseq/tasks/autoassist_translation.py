@@ -77,6 +77,11 @@ class AutoAssistTranslationConfig(TranslationConfig):
         default=_DEFAULTS.noise_patience,
         metadata={"help": "learnable and noise rules: consecutive high visits without that "
                           "decline after which a pair is skipped as unlearnable"})
+    assistant_pair_checks: bool = field(
+        default=_DEFAULTS.pair_checks,
+        metadata={"help": "skip, down to the floor 1 - lambda_max, the pairs with a side in "
+                          "the wrong language (untranslated copies, wrong-language targets), "
+                          "found from the text by autoassist-features, under any rule but random"})
     assistant_window: int = field(
         default=4096, metadata={"help": "candidates (random pairs, batched by length inside) scored "
                                        "together"})
@@ -164,6 +169,10 @@ class AutoAssistTranslationTask(TranslationTask):
         store = FeatureStore.open(prefix, fingerprint=fingerprint, num_rows=len(dataset),
                                   rebuild_hint=build_command(data_path, split, src, tgt))
         logger.info(f"AutoAssist features: {prefix} ({store.num_rows} pairs, dim {store.dim})")
+        if self.hparams.pair_checks:  # a file without them fails here, before training
+            suspect = int(np.count_nonzero(store.suspect_pairs()))
+            logger.info(f"AutoAssist pair checks: {suspect} pairs ({suspect / max(store.num_rows, 1):.2%}) "
+                        "with a side in the wrong language, accepted at the floor")
         return store
 
     # -- batches ----------------------------------------------------------------------

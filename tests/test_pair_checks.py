@@ -1,0 +1,160 @@
+import numpy as np
+import pytest
+
+from autoassist_fairseq.assistant import Assistant, AssistantHParams
+from autoassist_fairseq.features.pair_checks import (FLAG_PROBABILITY, check_languages_differ,
+                                                     flagged, other_language_probability)
+from autoassist_fairseq.features.store import FeatureStore, feature_prefix
+from autoassist_fairseq.features.tfidf import count_matrix, tfidf_features
+from utils import TINY_TRANSFORMER, read_trace, run, train_args
+
+CLEAN, COPY, WRONG_LANG, MISALIGNED, SHARED_ONLY = range(5)
+VOCAB = 300
+
+
+def _sentence(rng, low, high):
+    """Words of one language (ids in [low, high)), with a name or number both share."""
+    words = list(rng.integers(low, high, size=rng.integers(4, 14)))
+    words.insert(int(rng.integers(len(words) + 1)), int(rng.integers(4, 20)))
+    return np.array(words)
+
+
+def _corpus(n=2000, seed=0, same_language=False):
+    """Source words in [20, 150), target words in [150, 280) (or [20, 150) too); 10% copies,
+    8% wrong-language targets (another pair's source), 8% misaligned (another pair's
+    target: the right language), 3% short targets of shared names and numbers only."""
+    rng = np.random.default_rng(seed)
+    tgt_range = (20, 150) if same_language else (150, 280)
+    src = [_sentence(rng, 20, 150) for _ in range(n)]
+    clean_tgt = [_sentence(rng, *tgt_range) for _ in range(n)]
+    kind = rng.choice(5, size=n, p=[0.71, 0.10, 0.08, 0.08, 0.03])
+    other = rng.permutation(n)
+    tgt = [src[i] if k == COPY else src[other[i]] if k == WRONG_LANG
+           else clean_tgt[other[i]] if k == MISALIGNED
+           else rng.integers(4, 20, size=2) if k == SHARED_ONLY else clean_tgt[i]
+           for i, k in enumerate(kind)]
+
+    def counts(sents):
+        return count_matrix(np.concatenate(sents), np.cumsum([0] + [len(s) for s in sents]), VOCAB)
+    return counts(src), counts(tgt), kind
+
+
+def test_flags_copies_and_wrong_language_targets_only():
+    src, tgt, kind = _corpus()
+    p = other_language_probability(src, tgt)
+    assert p.shape == (len(kind), 2) and p.dtype == np.float32
+    flags = flagged(p)
+    wrong = np.isin(kind, [COPY, WRONG_LANG])
+    assert flags[wrong].mean() > 0.98  # the target side is in the source language
+    # clean, misaligned (right language) and name-only targets are left alone
+    assert flags[~wrong].mean() < 0.01
+    assert flags[kind == MISALIGNED].mean() < 0.02
+    assert (p[kind == SHARED_ONLY, 1] < FLAG_PROBABILITY).all()
+    # the source side is never the one in the wrong language here
+    assert (p[:, 0] < FLAG_PROBABILITY).mean() > 0.99
+    check_languages_differ(p)  # two languages: no error
+
+
+def test_sides_of_one_language_are_refused():
+    src, tgt, _ = _corpus(n=1000, same_language=True)
+    p = other_language_probability(src, tgt)
+    with pytest.raises(ValueError, match="do not look like two languages.*without --assistant-pair-checks"):
+        check_languages_differ(p, "corpus X")
+
+
+def test_sides_need_one_vocabulary():
+    src, tgt, _ = _corpus(n=50)
+    with pytest.raises(ValueError, match="--joined-dictionary"):
+        other_language_probability(src, tgt[:, :100])
+
+
+def _store(tmp_path, n=2000, checks=True):
+    src, tgt, kind = _corpus(n=n)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    prefix = str(tmp_path / "f")
+    FeatureStore.save(prefix, tfidf_features(src, tgt), {"fingerprint": "x"},
+                      pair_checks=other_language_probability(src, tgt) if checks else None)
+    return FeatureStore.open(prefix, rebuild_hint="REBUILD-CMD"), kind
+
+
+def test_store_keeps_the_checks_and_names_the_rebuild_when_missing(tmp_path):
+    store, kind = _store(tmp_path / "a")
+    suspect = store.suspect_pairs()
+    assert suspect.dtype == bool and len(suspect) == store.num_rows
+    np.testing.assert_array_equal(suspect, flagged(np.load(store.prefix + ".pair-checks.npy")))
+    assert store.meta["pair_checks"]["flagged"] == int(suspect.sum())
+    old, _ = _store(tmp_path / "b", checks=False)  # a file built before pair checks
+    with pytest.raises(FileNotFoundError, match="no pair checks.*REBUILD-CMD"):
+        old.suspect_pairs()
+    with pytest.raises(ValueError, match="do not fit"):
+        FeatureStore.save(str(tmp_path / "c"), tfidf_features(*_corpus(n=20)[:2]), {},
+                          pair_checks=np.zeros((19, 2), np.float32))
+
+
+@pytest.mark.parametrize("rule", ["paper", "learnable", "noise"])
+def test_flagged_pairs_are_at_the_floor_from_the_first_window(tmp_path, rule):
+    store, kind = _store(tmp_path)
+    suspect = store.suspect_pairs()
+    ids = np.arange(store.num_rows)
+    plain = Assistant(store, AssistantHParams(rule=rule, lambda_max=0.8))
+    checked = Assistant(store, AssistantHParams(rule=rule, lambda_max=0.8, pair_checks=True))
+    for a in (plain, checked):  # before any loss and after some
+        rng = np.random.default_rng(0)
+        for _ in range(30):
+            batch = rng.choice(ids, 64, replace=False)
+            a.learn(batch, rng.uniform(1, 8, 64))
+    for a in (plain, checked):
+        a.schedule.lam = 0.5
+    p_plain, p_checked = plain.accept_probability(ids), checked.accept_probability(ids)
+    np.testing.assert_allclose(p_checked[suspect], np.minimum(p_plain[suspect], 0.2))
+    np.testing.assert_allclose(p_checked[~suspect], p_plain[~suspect])
+    fresh = Assistant(store, AssistantHParams(rule=rule, lambda_max=0.8, pair_checks=True))
+    p0 = fresh.accept_probability(ids)
+    np.testing.assert_allclose(p0[suspect], 0.2)
+    np.testing.assert_allclose(p0[~suspect], 1.0)
+
+
+def test_pair_checks_are_refused_with_the_random_control():
+    with pytest.raises(ValueError, match="random.*control must skip at random"):
+        AssistantHParams(rule="random", random_rates="0.8", pair_checks=True).check()
+
+
+def _write_copies(raw, split, n, seed):
+    """Toy pairs (s-words -> t-words) of which every fifth has its source copied as target."""
+    rng = np.random.default_rng(seed)
+    raw.mkdir(parents=True, exist_ok=True)
+    copies = []
+    with open(raw / f"{split}.src", "w") as fs, open(raw / f"{split}.tgt", "w") as ft:
+        for i in range(n):
+            words = rng.integers(0, 40, size=rng.integers(4, 12))
+            source = " ".join(f"s{w}" for w in words)
+            copy = i % 5 == 0 and split == "train"
+            fs.write(source + "\n")
+            ft.write((source if copy else " ".join(f"t{(w * 7) % 40}" for w in words)) + "\n")
+            copies.append(copy)
+    return np.array(copies)
+
+
+def test_features_command_flags_copies_and_training_skips_them(tmp_path):
+    raw, data = tmp_path / "raw", tmp_path / "data-bin"
+    copies = _write_copies(raw, "train", 500, 0)
+    _write_copies(raw, "valid", 40, 1)
+    run(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt",
+         "--trainpref", raw / "train", "--validpref", raw / "valid", "--destdir", data,
+         "--joined-dictionary", "--workers", "1"])
+    out = run(["autoassist-features", data, "--source-lang", "src", "--target-lang", "tgt"])
+    assert f"pair checks: {copies.sum()} pairs" in out.stdout + out.stderr
+    store = FeatureStore.open(feature_prefix(str(data), "train", "src", "tgt"))
+    np.testing.assert_array_equal(store.suspect_pairs(), copies)
+    trace = tmp_path / "trace"
+    proc = run(train_args(data, tmp_path / "ckpt", TINY_TRANSFORMER,
+                          extra=["--max-epoch", "3", "--assistant-pair-checks",
+                                 "--assistant-rule", "noise", "--assistant-trace-dir", trace,
+                                 "--no-save"]))
+    assert f"AutoAssist pair checks: {copies.sum()} pairs" in proc.stdout + proc.stderr
+    trained = np.zeros(len(copies))
+    for _, _, ids in read_trace(trace):
+        np.add.at(trained, ids, 1)
+    # 3 passes: every clean pair about 3 times, a copy at the floor 1 - 0.9 of them
+    assert trained[~copies].mean() > 2.5
+    assert trained[copies].mean() < 0.6
