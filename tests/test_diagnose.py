@@ -87,6 +87,10 @@ def test_console_command_reports_noise_and_a_verdict(diag_run, tmp_path):
     assert kinds["misaligned"]["mean_loss"] > kinds["clean"]["mean_loss"]
     assert kinds["misaligned"]["skipped_share"] < kinds["clean"]["skipped_share"]
     assert "share of each kind's tokens skipped: clean" in proc.stdout
+    # the pair checks find no side in the wrong language here (random targets are in the
+    # target language), and say so per kind
+    assert kinds["clean"]["pair_checks_flagged"] == kinds["misaligned"]["pair_checks_flagged"] == 0
+    assert "share of each kind's pairs the pair checks flag: clean 0.0%" in proc.stdout
     assert d["verdict"] in ("pays", "oracle-only", "no")
     assert f"verdict: {d['verdict']}" in proc.stdout
     assert "Boss tokens skipping would save" in proc.stdout
@@ -131,6 +135,10 @@ def test_noise_by_kind_on_constructed_pairs():
                                             "skipped_share": 0.25, "mean_loss": 2.0})
     assert kinds["copy"]["skipped_share"] == pytest.approx(0.75)  # token-weighted: 30 of 40
     assert kinds["misaligned"]["token_share"] == pytest.approx(0.4)
+    assert "pair_checks_flagged" not in kinds["clean"]
+    flags = np.array([False, True, False, False, True])
+    kinds = diagnose.noise_by_kind(labels, tokens, np.zeros(5), np.ones(5), flags)
+    assert [kinds[k]["pair_checks_flagged"] for k in kinds] == [0.0, 0.5, 1.0]
 
 
 def test_noise_labels_need_the_kept_lines(tmp_path):

@@ -1,3 +1,5 @@
+import shutil
+
 import numpy as np
 import pytest
 
@@ -158,3 +160,16 @@ def test_features_command_flags_copies_and_training_skips_them(tmp_path):
     # 3 passes: every clean pair about 3 times, a copy at the floor 1 - 0.9 of them
     assert trained[~copies].mean() > 2.5
     assert trained[copies].mean() < 0.6
+
+
+def test_training_without_pair_checks_in_the_file_stops_before_training(tiny_data, tmp_path):
+    copy = tmp_path / "data"
+    shutil.copytree(tiny_data, copy)
+    (copy / "train.src-tgt.autoassist.pair-checks.npy").unlink()  # as built before the checks
+    proc = run(train_args(copy, tmp_path / "ckpt", extra=["--max-update", "5",
+                                                          "--assistant-pair-checks"]),
+               check=False, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "has no pair checks" in out and "autoassist-features" in out
+    assert "num_updates" not in out  # no training step ran

@@ -143,7 +143,8 @@ class Assistant:
         rule = self.hparams.rule
         if rule == "random":
             return np.full(len(ids), pass_rate(self.rates, self.epoch))
-        prob = self._rule_probability(np.asarray(ids, dtype=np.int64))
+        ids = np.asarray(ids, dtype=np.int64)
+        prob = self._rule_probability(ids)
         if self.suspect is not None:
             prob = np.where(self.suspect[ids], np.minimum(prob, 1.0 - self.hparams.lambda_max), prob)
         return prob

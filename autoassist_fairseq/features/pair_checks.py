@@ -50,8 +50,11 @@ def other_language_probability(src_counts: sp.csr_matrix, tgt_counts: sp.csr_mat
     n = src_counts.shape[0]
     if n == 0:
         return np.zeros((0, 2), dtype=np.float32)
-    classes = np.repeat([0, 1], n)  # 0: source language, 1: target language
-    nb = MultinomialNB(alpha=1.0, fit_prior=False).fit(sp.vstack([src_counts, tgt_counts]), classes)
+    # class 0: the source language, 1: the target language; one side at a time, so that the
+    # two count matrices are never stacked into a copy (2 x 4.5M rows for WMT14)
+    nb = MultinomialNB(alpha=1.0, fit_prior=False)
+    nb.partial_fit(src_counts, np.zeros(n, dtype=np.int64), classes=[0, 1])
+    nb.partial_fit(tgt_counts, np.ones(n, dtype=np.int64))
     return np.stack([nb.predict_proba(src_counts)[:, 1], nb.predict_proba(tgt_counts)[:, 0]],
                     axis=1).astype(np.float32)
 
