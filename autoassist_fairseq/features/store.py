@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .pair_checks import FLAG_PROBABILITY, check_languages_differ, flagged
+from .pair_checks import check_languages_differ, flagged
 
 FORMAT_VERSION = 1
 _ARRAYS = ("indptr", "indices", "data")
@@ -91,8 +91,8 @@ class FeatureStore:
         meta = dict(meta, version=FORMAT_VERSION, num_rows=features.shape[0],
                     dim=features.shape[1], nnz=int(features.nnz))
         if pair_checks is not None:
-            meta["pair_checks"] = {"flag_probability": FLAG_PROBABILITY,
-                                   "flagged": int(np.count_nonzero(flagged(pair_checks)))}
+            # the count only, for the log line; the flags are taken from the array at use
+            meta["pair_checks"] = {"flagged": int(np.count_nonzero(flagged(pair_checks)))}
         tmp = header_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(meta, f, indent=1)
