@@ -32,6 +32,7 @@ tokens hold more noise than the corpus.
 
 import argparse
 import json
+import logging
 import os
 import resource
 import sys
@@ -39,6 +40,8 @@ import time
 
 import numpy as np
 from scipy.stats import spearmanr
+
+logger = logging.getLogger("autoassist_fairseq.diagnose")
 
 REFERENCE_SHARE = 0.35
 MAX_DENSITY = 0.5
@@ -276,7 +279,11 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
     if hasattr(assistant, "begin_epoch"):  # the random rule's rate is per pass
         assistant.begin_epoch(state["extra_state"]["train_iterator"].get("epoch", 1))
     g, accept, shares = skip_figures(assistant, losses, ntok)
-    checks = task.features.pair_checks()  # reported whether or not the run used them
+    try:
+        checks = task.features.pair_checks()  # reported whether or not the run used them
+    except ValueError as err:  # e.g. two columns, from an older autoassist-features
+        logger.warning(f"pair checks not reported: {err}")
+        checks = None
     flags = None if checks is None else flagged(checks)
     skip = 1 - accept
     boss_tokens = (dataset.src_sizes + dataset.tgt_sizes).astype(np.float64)

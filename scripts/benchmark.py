@@ -754,11 +754,17 @@ def noise_kind_rows(per_seed):
     kinds = sorted({k for *_, by_kind in found for k in by_kind})
     rows = ["", "## Tokens skipped by noise kind", "",
             "Share of each kind's tokens the arm's last checkpoint would skip (mean Boss "
-            "loss of its pairs in brackets), from autoassist-diagnose.", "",
+            "loss of its pairs in brackets; with --assistant-pair-checks, also the share of "
+            "its pairs the checks flag), from autoassist-diagnose.", "",
             "| seed | arm | " + " | ".join(kinds) + " |", "|" + "---|" * (len(kinds) + 2)]
+
+    def cell(kind):
+        flags = kind.get("pair_checks_flagged")
+        flags = "" if flags is None else f"; {fmt(flags, '.1%')} flagged"
+        return f"{fmt(kind['skipped_share'], '.1%')} ({kind['mean_loss']:.2f}{flags})"
+
     for seed, arm, by_kind in found:
-        cells = [f"{fmt(by_kind[k]['skipped_share'], '.1%')} ({by_kind[k]['mean_loss']:.2f})"
-                 if k in by_kind else "n/a" for k in kinds]
+        cells = [cell(by_kind[k]) if k in by_kind else "n/a" for k in kinds]
         rows.append(f"| {seed} | {arm} | " + " | ".join(cells) + " |")
     return rows
 

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup_env.sh
-python -m pytest tests "$@"
+python -m pytest tests --durations=10 "$@"

@@ -194,3 +194,22 @@ def test_no_pair_lost_with_batch_size_multiple(sizes):
     batches = [b for w in _epoch(_gen(sizes, required_batch_size_multiple=8, window_size=333), 1,
                                  _all) for b in w.batches]
     assert sorted(np.concatenate(batches).tolist()) == list(range(N))
+
+
+def test_a_few_skipped_pairs_add_no_batches_with_batch_size_multiple(sizes):
+    """With --required-batch-size-multiple 8 (fairseq's default), a pool whose size is not
+    a multiple of 8 loses its last batch in fairseq's batch_by_size; those pairs are carried
+    with the next window's, not batched on their own (which made a pass longer as soon as
+    a few pairs were skipped: 1.6% fewer tokens per update on Tatoeba)."""
+    src, tgt = sizes
+
+    def pass_batches(accept_fn):
+        gen = _gen(sizes, required_batch_size_multiple=8, window_size=500)
+        return [b for w in _epoch(gen, 1, accept_fn) for b in w.batches]
+
+    every = pass_batches(_all)
+    some = pass_batches(lambda ids: np.where(ids % 997 == 5, 0.0, 1.0))  # 6 of 5000 skipped
+    assert len(some) <= len(every)
+    # every batch but the pass's last few is full: its size a multiple of 8 and not tiny
+    assert sum(len(b) < 8 for b in some) <= 1
+    assert sorted(np.concatenate(some).tolist()) == [i for i in range(N) if i % 997 != 5]

@@ -213,11 +213,14 @@ def test_noise_kind_table_lists_every_kind_of_every_arm():
         "baseline": {"noise": {"trained": 0.2}},
         "autoassist": {"noise_by_kind": {"clean": kind(0.3, 2.0), "copy": kind(0.6, 1.0)}},
         "learnable": {"noise_by_kind": {"clean": kind(0.2, 2.1), "misaligned": kind(0.5, 9.0)}},
+        "checks": {"noise_by_kind": {"clean": dict(kind(0.1, 2.2), pair_checks_flagged=0.001),
+                                     "copy": dict(kind(0.9, 1.1), pair_checks_flagged=0.995)}},
     }}]
     rows = benchmark.noise_kind_rows(per_seed)
     assert "| seed | arm | clean | copy | misaligned |" in rows
     assert "| 1 | autoassist | 30.0% (2.00) | 60.0% (1.00) | n/a |" in rows
     assert "| 1 | learnable | 20.0% (2.10) | n/a | 50.0% (9.00) |" in rows
+    assert "| 1 | checks | 10.0% (2.20; 0.1% flagged) | 90.0% (1.10; 99.5% flagged) | n/a |" in rows
     assert not any("baseline" in r for r in rows)
     assert benchmark.noise_kind_rows([{"seed": 1, "arms": {"baseline": {}}}]) == []
 

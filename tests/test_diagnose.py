@@ -87,10 +87,13 @@ def test_console_command_reports_noise_and_a_verdict(diag_run, tmp_path):
     assert kinds["misaligned"]["mean_loss"] > kinds["clean"]["mean_loss"]
     assert kinds["misaligned"]["skipped_share"] < kinds["clean"]["skipped_share"]
     assert "share of each kind's tokens skipped: clean" in proc.stdout
-    # the pair checks find no side in the wrong language here (random targets are in the
-    # target language), and say so per kind
-    assert kinds["clean"]["pair_checks_flagged"] == kinds["misaligned"]["pair_checks_flagged"] == 0
-    assert "share of each kind's pairs the pair checks flag: clean 0.0%" in proc.stdout
+    # the pair checks take the random targets (in the target language) for unrelated to
+    # their sources, and the translations for translations; per kind
+    assert kinds["clean"]["pair_checks_flagged"] < 0.05
+    assert kinds["misaligned"]["pair_checks_flagged"] > 0.6
+    flagged_line = "share of each kind's pairs the pair checks flag: clean " \
+        f"{kinds['clean']['pair_checks_flagged']:.1%}, misaligned"
+    assert flagged_line in proc.stdout
     assert d["verdict"] in ("pays", "oracle-only", "no")
     assert f"verdict: {d['verdict']}" in proc.stdout
     assert "Boss tokens skipping would save" in proc.stdout

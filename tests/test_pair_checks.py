@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 from autoassist_fairseq.assistant import Assistant, AssistantHParams
-from autoassist_fairseq.features.pair_checks import (FLAG_PROBABILITY, check_languages_differ,
-                                                     flagged, other_language_probability)
+from autoassist_fairseq.features.pair_checks import (FLAG_PROBABILITY, UNRELATED_P_VALUE,
+                                                     check_languages_differ, flag_counts, flagged,
+                                                     other_language_probability, pair_checks,
+                                                     unrelated_p_value)
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix
 from autoassist_fairseq.features.tfidf import count_matrix, tfidf_features
 from utils import TINY_TRANSFORMER, read_trace, run, train_args
@@ -21,14 +23,23 @@ def _sentence(rng, low, high):
     return np.array(words)
 
 
+def _translate(rng, source, offset):
+    """A clean target: each source word's translation (word + *offset*, names and numbers
+    kept), in another order, one word in five replaced by a random target word."""
+    words = np.where(source >= 20, source + offset, source)
+    swap = (rng.random(len(words)) < 0.2) & (source >= 20)
+    words[swap] = rng.integers(20 + offset, 150 + offset, size=int(swap.sum()))
+    return rng.permutation(words)
+
+
 def _corpus(n=2000, seed=0, same_language=False):
-    """Source words in [20, 150), target words in [150, 280) (or [20, 150) too); 10% copies,
-    8% wrong-language targets (another pair's source), 8% misaligned (another pair's
-    target: the right language), 3% short targets of shared names and numbers only."""
+    """Source words in [20, 150), target words in [150, 280) (or [20, 150) too), the target a
+    translation of the source; 10% copies, 8% wrong-language targets (another pair's
+    source), 8% misaligned (another pair's target: the right language), 3% short targets of
+    shared names and numbers only."""
     rng = np.random.default_rng(seed)
-    tgt_range = (20, 150) if same_language else (150, 280)
     src = [_sentence(rng, 20, 150) for _ in range(n)]
-    clean_tgt = [_sentence(rng, *tgt_range) for _ in range(n)]
+    clean_tgt = [_translate(rng, s, 0 if same_language else 130) for s in src]
     kind = rng.choice(5, size=n, p=[0.71, 0.10, 0.08, 0.08, 0.03])
     other = rng.permutation(n)
     tgt = [src[i] if k == COPY else src[other[i]] if k == WRONG_LANG
@@ -41,11 +52,11 @@ def _corpus(n=2000, seed=0, same_language=False):
     return counts(src), counts(tgt), kind
 
 
-def test_flags_copies_and_wrong_language_targets_only():
+def test_language_check_flags_copies_and_wrong_language_targets_only():
     src, tgt, kind = _corpus()
     p = other_language_probability(src, tgt)
     assert p.shape == (len(kind), 2) and p.dtype == np.float32
-    flags = flagged(p)
+    flags = (p > FLAG_PROBABILITY).any(axis=1)
     wrong = np.isin(kind, [COPY, WRONG_LANG])
     assert flags[wrong].mean() > 0.98  # the target side is in the source language
     # clean, misaligned (right language) and name-only targets are left alone
@@ -55,6 +66,37 @@ def test_flags_copies_and_wrong_language_targets_only():
     # the source side is never the one in the wrong language here
     assert (p[:, 0] < FLAG_PROBABILITY).mean() > 0.99
     check_languages_differ(p)  # two languages: no error
+
+
+def test_unrelated_check_flags_misaligned_pairs_and_few_translations():
+    src, tgt, kind = _corpus()
+    p = unrelated_p_value(src, tgt)
+    assert p.shape == (len(kind),) and p.dtype == np.float32
+    assert p.min() >= 0 and p.max() <= 1
+    unrelated = p > UNRELATED_P_VALUE
+    # (below the 85% of noisy Multi30k: here a fifth of the random pairings that make the
+    # reference have a target outside the target language, so they look less alike)
+    assert unrelated[kind == MISALIGNED].mean() > 0.6
+    assert unrelated[kind == CLEAN].mean() < 0.02
+    # a translation is more alike than nearly every random pairing, a misaligned pair is not
+    assert np.quantile(p[kind == CLEAN], 0.95) < 0.02 < 0.15 < np.median(p[kind == MISALIGNED])
+    # the same draws give the same p-values; a corpus too small to compare gives none
+    np.testing.assert_array_equal(p, unrelated_p_value(src, tgt))
+    np.testing.assert_array_equal(unrelated_p_value(src[:2], tgt[:2]), [0, 0])
+
+
+def test_all_checks_together():
+    src, tgt, kind = _corpus()
+    checks = pair_checks(src, tgt)
+    assert checks.shape == (len(kind), 3) and checks.dtype == np.float32
+    flags = flagged(checks)
+    assert flags[np.isin(kind, [COPY, WRONG_LANG])].mean() > 0.98
+    assert flags[kind == MISALIGNED].mean() > 0.6
+    assert flags[kind == CLEAN].mean() < 0.02
+    counts = flag_counts(checks)
+    assert counts["flagged"] == flags.sum()
+    assert max(counts["wrong_language"], counts["unrelated"]) <= counts["flagged"] \
+        <= counts["wrong_language"] + counts["unrelated"]
 
 
 def test_sides_of_one_language_are_refused():
@@ -75,7 +117,7 @@ def _store(tmp_path, n=2000, checks=True):
     tmp_path.mkdir(parents=True, exist_ok=True)
     prefix = str(tmp_path / "f")
     FeatureStore.save(prefix, tfidf_features(src, tgt), {"fingerprint": "x"},
-                      pair_checks=other_language_probability(src, tgt) if checks else None)
+                      pair_checks=pair_checks(src, tgt) if checks else None)
     return FeatureStore.open(prefix, rebuild_hint="REBUILD-CMD"), kind
 
 
@@ -85,12 +127,16 @@ def test_store_keeps_the_checks_and_names_the_rebuild_when_missing(tmp_path):
     assert suspect.dtype == bool and len(suspect) == store.num_rows
     np.testing.assert_array_equal(suspect, flagged(np.load(store.prefix + ".pair-checks.npy")))
     assert store.meta["pair_checks"]["flagged"] == int(suspect.sum())
+    # a file of an older autoassist-features (two columns, no unrelated-pair check)
+    np.save(store.prefix + ".pair-checks.npy", np.zeros((store.num_rows, 2), np.float32))
+    with pytest.raises(ValueError, match="older autoassist-features wrote 2 columns.*REBUILD-CMD"):
+        store.suspect_pairs()
     old, _ = _store(tmp_path / "b", checks=False)  # a file built before pair checks
     with pytest.raises(FileNotFoundError, match="no pair checks.*REBUILD-CMD"):
         old.suspect_pairs()
     with pytest.raises(ValueError, match="do not fit"):
         FeatureStore.save(str(tmp_path / "c"), tfidf_features(*_corpus(n=20)[:2]), {},
-                          pair_checks=np.zeros((19, 2), np.float32))
+                          pair_checks=np.zeros((19, 3), np.float32))
 
 
 @pytest.mark.parametrize("rule", ["paper", "learnable", "noise"])
@@ -128,11 +174,11 @@ def _write_copies(raw, split, n, seed):
     copies = []
     with open(raw / f"{split}.src", "w") as fs, open(raw / f"{split}.tgt", "w") as ft:
         for i in range(n):
-            words = rng.integers(0, 40, size=rng.integers(4, 12))
+            words = rng.integers(0, 100, size=rng.integers(4, 12))
             source = " ".join(f"s{w}" for w in words)
             copy = i % 5 == 0 and split == "train"
             fs.write(source + "\n")
-            ft.write((source if copy else " ".join(f"t{(w * 7) % 40}" for w in words)) + "\n")
+            ft.write((source if copy else " ".join(f"t{(w * 7) % 100}" for w in words)) + "\n")
             copies.append(copy)
     return np.array(copies)
 
@@ -145,21 +191,23 @@ def test_features_command_flags_copies_and_training_skips_them(tmp_path):
          "--trainpref", raw / "train", "--validpref", raw / "valid", "--destdir", data,
          "--joined-dictionary", "--workers", "1"])
     out = run(["autoassist-features", data, "--source-lang", "src", "--target-lang", "tgt"])
-    assert f"pair checks: {copies.sum()} pairs" in out.stdout + out.stderr
+    assert f"{copies.sum()} with a side in the wrong language" in out.stdout + out.stderr
     store = FeatureStore.open(feature_prefix(str(data), "train", "src", "tgt"))
-    np.testing.assert_array_equal(store.suspect_pairs(), copies)
+    suspect = store.suspect_pairs()
+    # every copy; a few translations among 500 toy pairs carry too little evidence
+    assert suspect[copies].all() and suspect[~copies].mean() < 0.1
     trace = tmp_path / "trace"
     proc = run(train_args(data, tmp_path / "ckpt", TINY_TRANSFORMER,
                           extra=["--max-epoch", "3", "--assistant-pair-checks",
                                  "--assistant-rule", "noise", "--assistant-trace-dir", trace,
                                  "--no-save"]))
-    assert f"AutoAssist pair checks: {copies.sum()} pairs" in proc.stdout + proc.stderr
+    assert f"AutoAssist pair checks: {suspect.sum()} pairs" in proc.stdout + proc.stderr
     trained = np.zeros(len(copies))
     for _, _, ids in read_trace(trace):
         np.add.at(trained, ids, 1)
-    # 3 epochs: every clean pair about 3 times, a copy at the floor 1 - 0.9 of that
-    assert trained[~copies].mean() > 2.0
-    assert trained[copies].mean() < 0.3 * trained[~copies].mean()
+    # 3 epochs: every other pair about 3 times, a flagged one at the floor 1 - 0.9 of that
+    assert trained[~suspect].mean() > 2.0
+    assert trained[copies].mean() < 0.3 * trained[~suspect].mean()
 
 
 def test_training_without_pair_checks_in_the_file_stops_before_training(tiny_data, tmp_path):

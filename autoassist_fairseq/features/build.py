@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
-from .pair_checks import other_language_probability
+from .pair_checks import pair_checks
 from .store import FeatureStore, dataset_fingerprint, feature_prefix
 from .tfidf import count_matrix, tfidf_features
 
@@ -102,7 +102,7 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train") -> s
                       sp.csr_matrix((0, len(dictionary)), dtype=np.float32))
     features = tfidf_features(*counts)
     # one vocabulary on both sides (--joined-dictionary): the pair checks compare the sides
-    checks = other_language_probability(*counts) \
+    checks = pair_checks(*counts) \
         if filecmp.cmp(*dict_paths, shallow=False) else None
     prefix = feature_prefix(data_dir, split, src, tgt)
     FeatureStore.save(prefix, features, {
@@ -146,8 +146,10 @@ def cli_main(argv=None) -> int:
                 f"({store.num_rows / max(seconds, 1e-9):,.0f} pairs/s)")
     checks = store.meta.get("pair_checks")
     if checks:
-        logger.info(f"pair checks: {checks['flagged']} pairs ({checks['flagged'] / max(store.num_rows, 1):.2%}) "
-                    "have a side in the wrong language (skipped with --assistant-pair-checks)")
+        share = checks["flagged"] / max(store.num_rows, 1)
+        logger.info(f"pair checks: {checks['flagged']} pairs ({share:.2%}) flagged, skipped with "
+                    f"--assistant-pair-checks: {checks.get('wrong_language')} with a side in the "
+                    f"wrong language, {checks.get('unrelated')} with unrelated sides")
     else:
         logger.info("no pair checks: they need one dictionary for both sides "
                     "(fairseq-preprocess --joined-dictionary)")

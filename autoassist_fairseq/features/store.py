@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .pair_checks import check_languages_differ, flagged
+from .pair_checks import COLUMNS, check_languages_differ, flag_counts, flagged
 
 FORMAT_VERSION = 1
 _ARRAYS = ("indptr", "indices", "data")
@@ -68,7 +68,7 @@ class FeatureStore:
     @staticmethod
     def save(prefix: str, features: sp.csr_matrix, meta: dict,
              pair_checks: Optional[np.ndarray] = None) -> None:
-        """Write *features*, the *pair_checks* probabilities (pairs x 2) and *meta*; the
+        """Write *features*, the *pair_checks* (pairs x 3, :mod:`.pair_checks`) and *meta*; the
         header goes last, so a crash mid-write leaves no header and the file is rebuilt
         rather than read half-written."""
         features = features.tocsr()
@@ -82,7 +82,7 @@ class FeatureStore:
             "data": features.data.astype(np.float32),
         }
         if pair_checks is not None:
-            if pair_checks.shape != (features.shape[0], 2):
+            if pair_checks.shape != (features.shape[0], len(COLUMNS)):
                 raise ValueError(f"pair checks of shape {pair_checks.shape} do not fit "
                                  f"{features.shape[0]} feature rows")
             arrays[_PAIR_CHECKS] = pair_checks.astype(np.float32)
@@ -92,7 +92,7 @@ class FeatureStore:
                     dim=features.shape[1], nnz=int(features.nnz))
         if pair_checks is not None:
             # the count only, for the log line; the flags are taken from the array at use
-            meta["pair_checks"] = {"flagged": int(np.count_nonzero(flagged(pair_checks)))}
+            meta["pair_checks"] = flag_counts(pair_checks)
         tmp = header_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(meta, f, indent=1)
@@ -152,34 +152,38 @@ class FeatureStore:
         return store
 
     def pair_checks(self) -> Optional[np.ndarray]:
-        """The pair checks' P(side in the other language), pairs x 2 (:mod:`.pair_checks`),
-        memory-mapped; None when the file was built without them."""
+        """The pair checks, pairs x 3 (columns :data:`.pair_checks.COLUMNS`), memory-mapped;
+        None when the file was built without them."""
         path = f"{self.prefix}.{_PAIR_CHECKS}.npy"
         if "pair_checks" not in self.meta or not os.path.exists(path):
             return None
-        probability = np.load(path, mmap_mode="r")
-        if probability.shape != (self.num_rows, 2):
-            raise ValueError(f"{path} holds {probability.shape}, expected ({self.num_rows}, 2): "
-                             "it is truncated or from another build; rebuild the features"
+        checks = np.load(path, mmap_mode="r")
+        if checks.shape != (self.num_rows, len(COLUMNS)):
+            older = " (an older autoassist-features wrote 2 columns, without the unrelated-pair " \
+                    "check)" if checks.shape == (self.num_rows, 2) else ""
+            raise ValueError(f"{path} holds {checks.shape}, expected ({self.num_rows}, "
+                             f"{len(COLUMNS)}){older}: it is truncated or from another build; "
+                             "rebuild the features"
                              + (f" with: {self.rebuild_hint}" if self.rebuild_hint else ""))
-        return probability
+        return checks
 
     def suspect_pairs(self) -> np.ndarray:
-        """Whether each row's pair has a side in the wrong language (:mod:`.pair_checks`).
+        """Whether each row's pair has a side in the wrong language or two unrelated sides
+        (:mod:`.pair_checks`).
 
         Raises:
             FileNotFoundError: the file was built without pair checks (an older
                 ``autoassist-features``, or separate dictionaries).
             ValueError: the sides do not look like two languages to the checks.
         """
-        probability = self.pair_checks()
-        if probability is None:
+        checks = self.pair_checks()
+        if checks is None:
             hint = self.rebuild_hint or "autoassist-features DATA --source-lang SRC --target-lang TGT"
             raise FileNotFoundError(f"{self.prefix}.json has no pair checks (built by an older "
                                     "autoassist-features, or without fairseq-preprocess "
                                     f"--joined-dictionary); rebuild the features with: {hint}")
-        check_languages_differ(probability, f"{self.prefix}.json")
-        return flagged(probability)
+        check_languages_differ(checks, f"{self.prefix}.json")
+        return flagged(checks)
 
     def rows(self, ids: np.ndarray) -> sp.csr_matrix:
         """The feature rows of dataset indices *ids*, gathered without a Python loop."""

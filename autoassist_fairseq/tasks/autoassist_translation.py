@@ -172,7 +172,8 @@ class AutoAssistTranslationTask(TranslationTask):
         if self.hparams.pair_checks:  # a file without them fails here, before training
             suspect = int(np.count_nonzero(store.suspect_pairs()))
             logger.info(f"AutoAssist pair checks: {suspect} pairs ({suspect / max(store.num_rows, 1):.2%}) "
-                        "with a side in the wrong language, accepted at the floor")
+                        "with a side in the wrong language or unrelated sides, accepted at the "
+                        "floor")
         return store
 
     # -- batches ----------------------------------------------------------------------
