@@ -148,8 +148,8 @@ def cli_main(argv=None) -> int:
     if checks:
         share = checks["flagged"] / max(store.num_rows, 1)
         logger.info(f"pair checks: {checks['flagged']} pairs ({share:.2%}) flagged, skipped with "
-                    f"--assistant-pair-checks: {checks.get('wrong_language')} with a side in the "
-                    f"wrong language, {checks.get('unrelated')} with unrelated sides")
+                    f"--assistant-pair-checks: {checks['wrong_language']} with a side in the "
+                    f"wrong language, {checks['unrelated']} with unrelated sides")
     else:
         logger.info("no pair checks: they need one dictionary for both sides "
                     "(fairseq-preprocess --joined-dictionary)")

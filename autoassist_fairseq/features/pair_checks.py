@@ -146,18 +146,22 @@ def flag_counts(checks: np.ndarray) -> Dict[str, int]:
     checks = np.asarray(checks)
     return {"flagged": int(np.count_nonzero(flagged(checks))),
             "wrong_language": int(np.count_nonzero(_wrong_language(checks))),
-            "unrelated": int(np.count_nonzero(checks[:, 2] > UNRELATED_P_VALUE))}
+            "unrelated": int(np.count_nonzero(_unrelated(checks)))}
 
 
 def _wrong_language(checks: np.ndarray) -> np.ndarray:
     return (checks[:, :2] > FLAG_PROBABILITY).any(axis=1)
 
 
+def _unrelated(checks: np.ndarray) -> np.ndarray:
+    return checks[:, 2] > UNRELATED_P_VALUE
+
+
 def flagged(checks: np.ndarray) -> np.ndarray:
     """Whether each pair has a side in the wrong language or two unrelated sides (output of
     :func:`pair_checks` -> bool per pair)."""
     checks = np.asarray(checks)
-    return _wrong_language(checks) | (checks[:, 2] > UNRELATED_P_VALUE)
+    return _wrong_language(checks) | _unrelated(checks)
 
 
 def check_languages_differ(probability: np.ndarray, source: str = "the feature file") -> None:
