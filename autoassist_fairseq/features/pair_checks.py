@@ -108,8 +108,9 @@ def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     fit_rows = np.sort(rng.choice(n, min(n, _LSI_FIT_PAIRS), replace=False))
     # far fewer latent dimensions than columns, so that each must join the two sides: with
     # as many as one side's vocabulary, dimensions of one side only fit as well, and the
-    # two projections of a translation come out unrelated (a toy corpus of 88 subwords
-    # and 100 dimensions flagged 58% of its translations; 40 dimensions none)
+    # two projections of a translation come out unrelated (with 100 dimensions over the 88
+    # subwords of test_diagnose's toy corpus, its console-command test flagged most of the
+    # translations and failed)
     k = min(_LSI_COMPONENTS, len(fit_rows) // 4, sum(x.shape[1] for x in sides) // 4)
     if n < 3 or k < 2:
         return np.zeros(n, dtype=np.float32)
