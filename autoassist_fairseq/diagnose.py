@@ -250,7 +250,7 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
     from fairseq import checkpoint_utils
 
     from . import compat  # noqa: F401  (torch >= 2.6 loads fairseq checkpoints)
-    from .assistant import Assistant, AssistantHParams
+    from .assistant import Assistant
     from .data.batch_iterator import from_checkpoint
     from .features.pair_checks import flagged
 
@@ -273,8 +273,9 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
     if losses_out:
         np.savez(losses_out, losses=losses, ntok=ntok)
 
-    # the task opened (and checked) the features with the train split
-    assistant = Assistant(task.features, AssistantHParams.from_config(cfg.task))
+    # the task opened (and checked) the features with the train split, and decided on the
+    # pair checks as in training
+    assistant = Assistant(task.features, task.hparams)
     assistant.load_state_dict(from_checkpoint(saved["ranks"][0]["assistant"]))
     if hasattr(assistant, "begin_epoch"):  # the random rule's rate is per pass
         assistant.begin_epoch(state["extra_state"]["train_iterator"].get("epoch", 1))

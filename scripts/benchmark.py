@@ -10,8 +10,8 @@ model, seed and LR schedule.
 Arms, for each seed, one after the other on this machine:
 
 * ``baseline-s<seed>``: ``--task translation``, fairseq's uniform batches;
-* ``autoassist-s<seed>``: ``--task autoassist_translation`` (default rule) plus
-  --autoassist-args;
+* ``autoassist-s<seed>``: ``--task autoassist_translation`` (its defaults: the ``paper``
+  rule, with the pair checks when the feature file has them) plus --autoassist-args;
 * ``random-s<seed>``: the control, ``--assistant-rule random --assistant-random-rates
   r1,r2,...`` with r_e = the AutoAssist arm's measured token acceptance of its epoch e
   (``aa_accept_tok`` of its ``train`` lines; the last repeats), so it skips as many tokens
@@ -754,8 +754,8 @@ def noise_kind_rows(per_seed):
     kinds = sorted({k for *_, by_kind in found for k in by_kind})
     rows = ["", "## Tokens skipped by noise kind", "",
             "Share of each kind's tokens the arm's last checkpoint would skip (mean Boss "
-            "loss of its pairs in brackets; with --assistant-pair-checks, also the share of "
-            "its pairs the checks flag), from autoassist-diagnose.", "",
+            "loss of its pairs in brackets; when the feature file has pair checks, also the "
+            "share of its pairs the checks flag), from autoassist-diagnose.", "",
             "| seed | arm | " + " | ".join(kinds) + " |", "|" + "---|" * (len(kinds) + 2)]
 
     def cell(kind):

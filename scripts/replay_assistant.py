@@ -34,9 +34,10 @@ from autoassist_fairseq.features.store import FeatureStore, feature_prefix  # no
 def parse_setting(text):
     """'lr=4,weight_decay=1e-4' -> AssistantHParams, with a clear error for unknown names.
 
-    A text value may hold commas itself: 'rule=random,random_rates=1.0,0.8,lr=4'."""
+    A text value may hold commas itself: 'rule=random,random_rates=1.0,0.8,lr=4'. The rule
+    is the paper's unless set: what this replay measures is g and Algorithm 1."""
     known = AssistantHParams.__dataclass_fields__
-    values = {}
+    values = {"rule": "paper"}
     name = None
     for item in filter(None, text.split(",")):
         if "=" not in item and name is not None and isinstance(values.get(name), str):

@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup_env.sh
-python -m pytest tests --durations=10 "$@"
+# one pytest worker per core, each taking whole test files (their module fixtures train
+# once); most tests wait on one single-threaded fairseq process at a time
+python -m pytest tests -n auto --dist loadfile --durations=10 "$@"

@@ -144,4 +144,5 @@ def test_state_crosses_rules(store):
     assert learnable.history.high is not None
     learnable.load_state_dict(paper.state_dict())  # no history saved: starts empty
     assert learnable.history.high is None and np.isnan(learnable.history.last).all()
-    Assistant(store, AssistantHParams()).load_state_dict(_trained(store, "learnable").state_dict())
+    Assistant(store, AssistantHParams(rule="paper")).load_state_dict(
+        _trained(store, "learnable").state_dict())

@@ -17,7 +17,9 @@ def diag_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("diagnose")
     data = make_binarized(root, n_train=2000, n_valid=100)
     save_dir = root / "ckpt"
-    run(train_args(data, save_dir, extra=["--max-update", "400"]))
+    # the paper's rule alone: the diagnosis asks whether skipping low-loss pairs can pay
+    run(train_args(data, save_dir, extra=["--max-update", "400", "--assistant-rule", "paper",
+                                          "--assistant-no-pair-checks"]))
     return data, save_dir / "checkpoint_last.pt"
 
 
@@ -41,8 +43,8 @@ def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(diag_run, tmp_path):
     quintiles = [q["loss_mean"] for q in d["by_accept_quintile"]]
     assert quintiles[0] < quintiles[-1]  # least accepted: lowest loss
 
-    # the saved losses replay offline: the defaults learn to skip low-loss pairs,
-    # lambda_max=0 skips nothing
+    # the saved losses replay offline (the paper's rule unless set): it learns to skip
+    # low-loss pairs, lambda_max=0 skips nothing
     replay_out = tmp_path / "replay.json"
     run([sys.executable, REPO / "scripts" / "replay_assistant.py", "--data", data,
          "-s", "src", "-t", "tgt", "--losses", losses, "--batches", "300", "--batch-size", "64",

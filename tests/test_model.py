@@ -53,7 +53,7 @@ def test_learns_planted_rule(tmp_path):
 def test_lambda_stays_near_zero_at_chance(tmp_path):
     store, sents = _store(tmp_path)
     rng = np.random.default_rng(3)
-    assistant = Assistant(store, AssistantHParams(warmup=5))
+    assistant = Assistant(store, AssistantHParams(rule="paper", warmup=5))
     for _ in range(300):
         ids = rng.choice(len(sents), 64, replace=False)
         assistant.learn(ids, rng.normal(3.0, 1.0, 64))  # losses unrelated to the features

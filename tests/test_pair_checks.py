@@ -112,6 +112,25 @@ def test_sides_need_one_vocabulary():
         other_language_probability(src, tgt[:, :100])
 
 
+def test_two_dictionaries_run_the_unrelated_check_only(tmp_path):
+    """With separate dictionaries a column is not the same subword on both sides: the
+    language columns stay NaN (never flagged, not refused as one language) and the
+    unrelated-sides check, which compares each side in its own columns, still flags."""
+    src, tgt, kind = _corpus(n=2000)
+    joined = pair_checks(src, tgt)
+    separate = pair_checks(src, tgt, languages=False)
+    assert separate.dtype == np.float32 and np.isnan(separate[:, :2]).all()
+    np.testing.assert_array_equal(separate[:, 2], joined[:, 2])
+    check_languages_differ(separate)  # nothing to check: no error
+    assert not flagged(separate)[kind == COPY].any()  # copies need the language check
+    assert flagged(separate)[kind == MISALIGNED].mean() > 0.6
+    FeatureStore.save(str(tmp_path / "f"), tfidf_features(src, tgt), {}, pair_checks=separate)
+    store = FeatureStore.open(str(tmp_path / "f"))
+    assert store.meta["pair_checks"]["languages"] is False
+    assert store.meta["pair_checks"]["wrong_language"] == 0
+    np.testing.assert_array_equal(store.suspect_pairs(), flagged(separate))
+
+
 def _store(tmp_path, n=2000, checks=True):
     src, tgt, kind = _corpus(n=n)
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -197,10 +216,10 @@ def test_features_command_flags_copies_and_training_skips_them(tmp_path):
     # every copy; a few translations among 500 toy pairs carry too little evidence
     assert suspect[copies].all() and suspect[~copies].mean() < 0.1
     trace = tmp_path / "trace"
+    # pair checks by default, when the file has them (the noise rule skips nothing else)
     proc = run(train_args(data, tmp_path / "ckpt", TINY_TRANSFORMER,
-                          extra=["--max-epoch", "3", "--assistant-pair-checks",
-                                 "--assistant-rule", "noise", "--assistant-trace-dir", trace,
-                                 "--no-save"]))
+                          extra=["--max-epoch", "3", "--assistant-rule", "noise",
+                                 "--assistant-trace-dir", trace, "--no-save"]))
     assert f"AutoAssist pair checks: {suspect.sum()} pairs" in proc.stdout + proc.stderr
     trained = np.zeros(len(copies))
     for _, _, ids in read_trace(trace):
@@ -210,14 +229,22 @@ def test_features_command_flags_copies_and_training_skips_them(tmp_path):
     assert trained[copies].mean() < 0.3 * trained[~suspect].mean()
 
 
-def test_training_without_pair_checks_in_the_file_stops_before_training(tiny_data, tmp_path):
+def test_a_file_without_pair_checks_stops_a_run_that_requires_them_only(tiny_data, tmp_path):
     copy = tmp_path / "data"
     shutil.copytree(tiny_data, copy)
     (copy / "train.src-tgt.autoassist.pair-checks.npy").unlink()  # as built before the checks
-    proc = run(train_args(copy, tmp_path / "ckpt", extra=["--max-update", "5",
-                                                          "--assistant-pair-checks"]),
-               check=False, timeout=120)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0
+
+    def train(name, *flags):
+        proc = run(train_args(copy, tmp_path / name, extra=["--max-update", "5", "--no-save",
+                                                            *flags]), check=False, timeout=120)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    code, out = train("required", "--assistant-pair-checks")
+    assert code != 0
     assert "has no pair checks" in out and "autoassist-features" in out
     assert "num_updates" not in out  # no training step ran
+    code, out = train("default")  # by default: a warning that says how to get them
+    assert code == 0 and "num_updates 5" in out
+    assert "AutoAssist pair checks off" in out and "autoassist-features" in out
+    code, out = train("both", "--assistant-pair-checks", "--assistant-no-pair-checks")
+    assert code != 0 and "contradict each other" in out

@@ -20,9 +20,12 @@ ARCHS = {
 
 
 def _train(data, save_dir, arch, extra=(), **kwargs):
+    """400 updates with the paper's rule alone, the one that skips easy pairs."""
     if ARCHS[arch] is not None:
         kwargs["arch_args"] = ARCHS[arch]
-    return run(train_args(data, save_dir, extra=["--max-update", "400", *extra], **kwargs))
+    return run(train_args(data, save_dir, extra=["--max-update", "400", "--assistant-rule",
+                                                 "paper", "--assistant-no-pair-checks", *extra],
+                          **kwargs))
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,8 @@ class AssistantHParams:
     Defaults were chosen with ``scripts/benchmark.py`` (see docs/results/multi30k.md, "Changes tried, one at a time"):
     lr 4 learned more per Boss token than lr 1 in both measured seeds.
 
-    ``rule`` picks the selection rule (:mod:`.rules`). ``random_rates`` feeds ``random``.
+    ``rule`` picks the selection rule (:mod:`.rules`); the default is the paper's
+    Algorithm 1. ``random_rates`` feeds ``random``.
     The ``noise_*`` fields steer the test of ``learnable`` and ``noise`` for unlearnable
     pairs: a pair is skipped once its loss was above the EMA of the ``noise_quantile``
     quantile of the loss batches at ``noise_patience`` consecutive visits without falling
@@ -28,9 +29,10 @@ class AssistantHParams:
     that can show the absence of a decline; 0.02 lies below the per-epoch decline of the Boss's mean
     training loss while it still learns, so pairs that keep pace are never flagged.
 
-    ``pair_checks`` puts the pairs with a side in the wrong language
+    ``pair_checks`` puts the pairs with a side in the wrong language or two unrelated sides
     (:mod:`..features.pair_checks`) at the floor 1 - ``lambda_max`` from the first window,
-    under every rule but the ``random`` control."""
+    under every rule but the ``random`` control (the task turns it on when the feature file
+    has the checks)."""
 
     lr: float = 4.0
     weight_decay: float = 1e-5

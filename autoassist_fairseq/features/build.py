@@ -101,9 +101,8 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train") -> s
         counts.append(sp.vstack(chunks, format="csr") if chunks else
                       sp.csr_matrix((0, len(dictionary)), dtype=np.float32))
     features = tfidf_features(*counts)
-    # one vocabulary on both sides (--joined-dictionary): the pair checks compare the sides
-    checks = pair_checks(*counts) \
-        if filecmp.cmp(*dict_paths, shallow=False) else None
+    # the language check needs one vocabulary on both sides (--joined-dictionary)
+    checks = pair_checks(*counts, languages=filecmp.cmp(*dict_paths, shallow=False))
     prefix = feature_prefix(data_dir, split, src, tgt)
     FeatureStore.save(prefix, features, {
         "split": split, "source_lang": src, "target_lang": tgt,
@@ -144,14 +143,13 @@ def cli_main(argv=None) -> int:
     logger.info(f"wrote {prefix}.{{json,indptr.npy,indices.npy,data.npy}}: {store.num_rows} pairs, "
                 f"dim {store.dim}, {store.meta['nnz']} nonzeros in {seconds:.1f}s "
                 f"({store.num_rows / max(seconds, 1e-9):,.0f} pairs/s)")
-    checks = store.meta.get("pair_checks")
-    if checks:
-        share = checks["flagged"] / max(store.num_rows, 1)
-        logger.info(f"pair checks: {checks['flagged']} pairs ({share:.2%}) flagged, skipped with "
-                    f"--assistant-pair-checks: {checks['wrong_language']} with a side in the "
-                    f"wrong language, {checks['unrelated']} with unrelated sides")
-    else:
-        logger.info("no pair checks: they need one dictionary for both sides "
+    checks = store.meta["pair_checks"]
+    share = checks["flagged"] / max(store.num_rows, 1)
+    logger.info(f"pair checks: {checks['flagged']} pairs ({share:.2%}) flagged, trained at the "
+                f"floor unless --assistant-no-pair-checks: {checks['wrong_language']} with a side "
+                f"in the wrong language, {checks['unrelated']} with unrelated sides")
+    if not checks["languages"]:
+        logger.info("the language check did not run: it needs one dictionary for both sides "
                     "(fairseq-preprocess --joined-dictionary)")
     return 0
 

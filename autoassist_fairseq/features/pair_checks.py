@@ -135,11 +135,20 @@ def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     return (at_least / len(null)).astype(np.float32)
 
 
-def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> np.ndarray:
+def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
+                languages: bool = True) -> np.ndarray:
     """Every check of every pair: ``float32`` (pairs x 3), columns :data:`COLUMNS`
-    (:func:`other_language_probability`, then :func:`unrelated_p_value`)."""
-    return np.concatenate([other_language_probability(src_counts, tgt_counts),
-                           unrelated_p_value(src_counts, tgt_counts)[:, None]], axis=1)
+    (:func:`other_language_probability`, then :func:`unrelated_p_value`).
+
+    ``languages=False`` (two dictionaries: a column is not the same subword on both sides,
+    so one identifier cannot be fitted over them) leaves the language columns NaN, never
+    flagged; the unrelated-sides check compares each side in its own columns and runs."""
+    if languages:
+        language = other_language_probability(src_counts, tgt_counts)
+    else:
+        language = np.full((src_counts.shape[0], 2), np.nan, dtype=np.float32)
+    return np.concatenate([language, unrelated_p_value(src_counts, tgt_counts)[:, None]],
+                          axis=1).astype(np.float32)
 
 
 def flag_counts(checks: np.ndarray) -> Dict[str, int]:
@@ -169,8 +178,11 @@ def check_languages_differ(probability: np.ndarray, source: str = "the feature f
     """Raise ValueError when fewer than :data:`MIN_OWN_LANGUAGE_SHARE` of the sides are
     confidently in their own side's language: then the identifier cannot tell the two
     languages apart, and its flags would be chance. *probability*: the output of
-    :func:`other_language_probability` or :func:`pair_checks`."""
+    :func:`other_language_probability` or :func:`pair_checks` (NaN columns: the language
+    check did not run, nothing to check)."""
     probability = np.asarray(probability)[:, :2]
+    if probability.size and np.isnan(probability).all():
+        return
     share = float(np.mean(probability < 1.0 - FLAG_PROBABILITY)) if probability.size else 1.0
     if share < MIN_OWN_LANGUAGE_SHARE:
         raise ValueError(f"pair checks of {source}: only {share:.0%} of the sentences are "

@@ -92,7 +92,8 @@ class FeatureStore:
                     dim=features.shape[1], nnz=int(features.nnz))
         if pair_checks is not None:
             # the count only, for the log line; the flags are taken from the array at use
-            meta["pair_checks"] = flag_counts(pair_checks)
+            meta["pair_checks"] = dict(flag_counts(pair_checks),
+                                       languages=not np.isnan(pair_checks[:, :2]).all())
         tmp = header_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(meta, f, indent=1)
@@ -180,8 +181,7 @@ class FeatureStore:
         if checks is None:
             hint = self.rebuild_hint or "autoassist-features DATA --source-lang SRC --target-lang TGT"
             raise FileNotFoundError(f"{self.prefix}.json has no pair checks (built by an older "
-                                    "autoassist-features, or without fairseq-preprocess "
-                                    f"--joined-dictionary); rebuild the features with: {hint}")
+                                    f"autoassist-features); rebuild the features with: {hint}")
         check_languages_differ(checks, f"{self.prefix}.json")
         return flagged(checks)
 

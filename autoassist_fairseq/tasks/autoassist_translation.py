@@ -77,11 +77,18 @@ class AutoAssistTranslationConfig(TranslationConfig):
         default=_DEFAULTS.noise_patience,
         metadata={"help": "learnable and noise rules: consecutive high visits without that "
                           "decline after which a pair is skipped as unlearnable"})
+    # pair checks: on by default whenever the feature file has them; the two flags force
+    # them on (an error without them) or off
     assistant_pair_checks: bool = field(
-        default=_DEFAULTS.pair_checks,
-        metadata={"help": "skip, down to the floor 1 - lambda_max, the pairs with a side in "
-                          "the wrong language (untranslated copies, wrong-language targets), "
-                          "found from the text by autoassist-features, under any rule but random"})
+        default=False,
+        metadata={"help": "require the pair checks of autoassist-features (stop if the feature "
+                          "file has none); by default they are used whenever it has them: the "
+                          "pairs with a side in the wrong language (untranslated copies) or "
+                          "two unrelated sides (misaligned) are accepted at the floor "
+                          "1 - lambda_max, under any rule but random"})
+    assistant_no_pair_checks: bool = field(
+        default=False, metadata={"help": "do not use the pair checks: flagged pairs are "
+                                         "accepted as any other (the random rule never uses them)"})
     assistant_window: int = field(
         default=4096, metadata={"help": "candidates (random pairs, batched by length inside) scored "
                                        "together"})
@@ -133,6 +140,9 @@ class AutoAssistTranslationTask(TranslationTask):
     def __init__(self, cfg: AutoAssistTranslationConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
         self.hparams = AssistantHParams.from_config(cfg)  # bad values fail before any data
+        if cfg.assistant_pair_checks and cfg.assistant_no_pair_checks:
+            raise ValueError("--assistant-pair-checks and --assistant-no-pair-checks contradict "
+                             "each other: drop one")
         if cfg.assistant_window < 1:
             raise ValueError(f"--assistant-window={cfg.assistant_window} must be >= 1")
         for name in ("assistant_boss_queue_size", "assistant_loss_queue_size"):
@@ -169,12 +179,28 @@ class AutoAssistTranslationTask(TranslationTask):
         store = FeatureStore.open(prefix, fingerprint=fingerprint, num_rows=len(dataset),
                                   rebuild_hint=build_command(data_path, split, src, tgt))
         logger.info(f"AutoAssist features: {prefix} ({store.num_rows} pairs, dim {store.dim})")
-        if self.hparams.pair_checks:  # a file without them fails here, before training
-            suspect = int(np.count_nonzero(store.suspect_pairs()))
-            logger.info(f"AutoAssist pair checks: {suspect} pairs ({suspect / max(store.num_rows, 1):.2%}) "
-                        "with a side in the wrong language or unrelated sides, accepted at the "
-                        "floor")
+        self.hparams.pair_checks = self._use_pair_checks(store)
         return store
+
+    def _use_pair_checks(self, store: FeatureStore) -> bool:
+        """Whether the Assistant skips the pairs the pair checks flag. A file without usable
+        checks stops the run under --assistant-pair-checks, before training; by default
+        it only turns them off, with a warning that says how to get them."""
+        cfg = self.cfg
+        if cfg.assistant_no_pair_checks or self.hparams.rule == "random":
+            return False
+        try:
+            suspect = int(np.count_nonzero(store.suspect_pairs()))
+        except (FileNotFoundError, ValueError) as err:
+            if cfg.assistant_pair_checks:
+                raise
+            logger.warning(f"AutoAssist pair checks off: {err} (--assistant-no-pair-checks "
+                           "turns them off without this warning)")
+            return False
+        logger.info(f"AutoAssist pair checks: {suspect} pairs ({suspect / max(store.num_rows, 1):.2%}) "
+                    "with a side in the wrong language or unrelated sides, accepted at the "
+                    "floor (--assistant-no-pair-checks: off)")
+        return True
 
     # -- batches ----------------------------------------------------------------------
     def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None,
