@@ -31,8 +31,7 @@ setup(
         "tqdm",
     ],
     extras_require={
-        # pytest-xdist: scripts/test.sh runs the suite's files on every core
-        "test": ["pytest", "pytest-xdist"],
+        "test": ["pytest"],
         "plot": ["matplotlib"],
         # --tensorboard-logdir: fairseq writes through torch.utils.tensorboard (needs
         # tensorboard); tensorboardX is what fairseq's text_to_speech task imports,

@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup_env.sh
-# one pytest worker per core, each taking whole test files (their module fixtures train
-# once); most tests wait on one single-threaded fairseq process at a time
-python -m pytest tests -n auto --dist loadfile --durations=10 "$@"
+# one thread per process: the tests' Bosses are tiny, and every run has a second process
+# (its Assistant; in the two-worker tests, a second Boss and Assistant) that needs the
+# other core more than the Boss's matrix products do
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+python -m pytest tests --durations=10 "$@"
