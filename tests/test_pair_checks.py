@@ -102,7 +102,7 @@ def test_all_checks_together():
 def test_sides_of_one_language_are_refused():
     src, tgt, _ = _corpus(n=1000, same_language=True)
     p = other_language_probability(src, tgt)
-    with pytest.raises(ValueError, match="do not look like two languages.*without --assistant-pair-checks"):
+    with pytest.raises(ValueError, match="do not look like two languages.*--assistant-no-pair-checks"):
         check_languages_differ(p, "corpus X")
 
 

@@ -14,6 +14,10 @@ def _saved(save_dir):
     return state["extra_state"]["train_iterator"]
 
 
+def _last_epoch_value(output, key):
+    return float(re.findall(rf"\| train \| epoch .*\| {key} ([0-9.e+]+)", output)[-1])
+
+
 def test_resume_restores_assistant_state(train_data, tmp_path):
     run(train_args(train_data, tmp_path, extra=["--max-epoch", "2"]))
     saved = _saved(tmp_path)["autoassist"]["ranks"][0]
@@ -36,7 +40,7 @@ def test_mid_epoch_resume_trains_exactly_the_uninterrupted_plan(train_data, tmp_
     the same order as without the interruption: no pair repeated, none dropped."""
     whole = train_args(train_data, tmp_path / "whole", extra=[
         "--max-epoch", "3", "--assistant-trace-dir", tmp_path / "trace-whole", *RANDOM_SKIP])
-    run(whole)
+    whole_out = run(whole).stdout
     expected = read_trace(tmp_path / "trace-whole")
     epoch1 = sum(1 for e, _, _ in expected if e == 1)
     stop = epoch1 + 11  # in the middle of epoch 2
@@ -48,6 +52,10 @@ def test_mid_epoch_resume_trains_exactly_the_uninterrupted_plan(train_data, tmp_
     assert len(itr["autoassist"]["ranks"][0]["stream"]["pending"]) > 0
     proc = run(part)
     assert "resuming epoch 2 at batch 11/" in proc.stdout + proc.stderr
+    # the run's cumulative counters go on from the checkpoint, each token counted once
+    for key in ("aa_boss_tok", "aa_skip_tok"):
+        assert _last_epoch_value(proc.stdout + proc.stderr, key) == pytest.approx(
+            _last_epoch_value(whole_out, key), rel=0.01), key
     got = read_trace(tmp_path / "trace-part")
     assert [ids for _, _, ids in got] == [ids for _, _, ids in expected]
     assert [(e, u) for e, u, _ in got] == [(e, u) for e, u, _ in expected]

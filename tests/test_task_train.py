@@ -1,12 +1,11 @@
 """End to end: fairseq-train --task autoassist_translation with the paper's Boss families."""
 
 import re
-import sys
 
 import numpy as np
 import pytest
 
-from utils import RANDOM_SKIP, REPO, USER_DIR, log_records, read_trace, run, train_args
+from utils import RANDOM_SKIP, USER_DIR, log_records, read_trace, run, train_args
 
 ARCHS = {
     "transformer": None,  # utils.TINY_TRANSFORMER
@@ -76,12 +75,6 @@ def test_update_freq_and_max_epoch(train_data, tmp_path):
     proc = run(train_args(train_data, tmp_path, extra=["--max-epoch", "2", "--update-freq", "2"]))
     assert "done training" in proc.stdout + proc.stderr
     assert len(log_records(proc.stdout, "valid")) == 2
-
-
-def test_diagnosis_of_a_checkpoint_without_assistant_is_an_error(train_data, tmp_path):
-    missing = run([sys.executable, REPO / "scripts" / "diagnose_assistant.py", "--data",
-                   train_data, "--checkpoint", tmp_path / "nope.pt"], check=False)
-    assert missing.returncode != 0 and "nope.pt not found" in missing.stderr
 
 
 def test_boss_trains_fewer_tokens_per_epoch_than_translation(train_data, tmp_path):

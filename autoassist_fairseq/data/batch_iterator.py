@@ -146,6 +146,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             self.stream.totals.update(self._carry["totals"])
             self._batches_before = self._carry["batches_done"]
             self.client.wait_seconds = self._carry["wait_seconds"]
+        # restored counters were logged before the save (the task's totals hold them): the
+        # next log shows only what happens from here
+        self._logged = dict(self.stream.totals, wait_seconds=self.client.wait_seconds)
         if own is not None and own.get("stream") is not None:
             self.stream.restore(StreamState(**own["stream"]))
             logger.info(f"resuming the batch stream at pass {self.stream.gen_state['epoch']}, "
