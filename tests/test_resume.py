@@ -55,7 +55,7 @@ def test_mid_epoch_resume_trains_exactly_the_uninterrupted_plan(train_data, tmp_
     # the run's cumulative counters go on from the checkpoint, each token counted once
     for key in ("aa_boss_tok", "aa_skip_tok"):
         assert _last_epoch_value(proc.stdout + proc.stderr, key) == pytest.approx(
-            _last_epoch_value(whole_out, key), rel=0.01), key
+            _last_epoch_value(whole_out, key), abs=2), key
     got = read_trace(tmp_path / "trace-part")
     assert [ids for _, _, ids in got] == [ids for _, _, ids in expected]
     assert [(e, u) for e, u, _ in got] == [(e, u) for e, u, _ in expected]

@@ -146,17 +146,18 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             self.stream.totals.update(self._carry["totals"])
             self._batches_before = self._carry["batches_done"]
             self.client.wait_seconds = self._carry["wait_seconds"]
-        # restored counters were logged before the save (the task's totals hold them): the
-        # next log shows only what happens from here
-        self._logged = dict(self.stream.totals, wait_seconds=self.client.wait_seconds)
         if own is not None and own.get("stream") is not None:
-            self.stream.restore(StreamState(**own["stream"]))
+            self.stream.restore(StreamState(**own["stream"]))  # this rank's own counters
             logger.info(f"resuming the batch stream at pass {self.stream.gen_state['epoch']}, "
                         f"window {self.stream.gen_state['next_window']}, with "
                         f"{len(self.stream.pending)} batches planned")
         elif resume is not None and offset > 0:
             logger.warning(f"this rank's batch plan is not in the checkpoint: epoch "
                            f"{self.epoch} goes on from a fresh pass")
+        if resume is not None or self._carry is not None:
+            # restored counters were logged before the save (the task's totals hold them):
+            # the next log shows only what happens from here
+            self._logged = dict(self.stream.totals, wait_seconds=self.client.wait_seconds)
         if not self.client.started:
             assistant = (own or {}).get("assistant") or (self._carry or {}).get("assistant")
             self.client.start(self.epoch, assistant, "the checkpoint" if own is not None
@@ -220,7 +221,10 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
 
     def pop_log_stats(self) -> dict:
         """Counters accumulated since the last call, plus the Assistant's latest state."""
-        now = dict(self.stream.totals, wait_seconds=self.client.wait_seconds)
+        # what the batches trained so far hold, not those prefetched: a checkpoint saves
+        # the same point, so a resumed run logs every window once
+        now = dict(self.stream.totals_at(self.iterations_in_epoch),
+                   wait_seconds=self.client.wait_seconds)
         delta = {k: v - self._logged.get(k, 0) for k, v in now.items()}
         self._logged = now
         if not self.client.uniform:
@@ -252,8 +256,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             "autoassist": to_checkpoint({
                 "version": 3, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
                 "num_batches": None if finished else self._num_batches, "ranks": ranks,
-                "totals": dict(self.stream.totals), "wait_seconds": self.client.wait_seconds,
-                "batches_done": self.batches_done,
+                "totals": self.stream.totals_at(self.iterations_in_epoch),
+                "wait_seconds": self.client.wait_seconds, "batches_done": self.batches_done,
             }),
         }
 

@@ -50,6 +50,11 @@ class StreamState:
     # the rate estimate's (accepted, considered) tokens of recent windows: the next epoch's
     # batch count depends on it, so a resumed run must count as the uninterrupted one
     rate: Optional[List[List[float]]] = None
+    # the counters as of the saved point: credited to the batches trained, and still to be
+    # credited to the pending ones (so that a resumed run counts every window once)
+    totals: Optional[dict] = None
+    untold: Optional[dict] = None
+    untold_batches: int = 0
 
 
 @dataclass
@@ -85,6 +90,7 @@ class BatchStream:
         self.gen_state: Optional[dict] = None  # the generator's state after the last window
         self.pending: Deque[Batch] = deque()  # taken, not yet issued
         self.issued: List[Batch] = []  # issued in the current epoch, in order
+        self.issued_counts: List[dict] = []  # the counters credited to each issued batch
         self.issued_offset = 0  # consumed count of the epoch at issued[0]
         self.totals = dict.fromkeys(COUNTERS, 0.0)
         self._untold = dict.fromkeys(COUNTERS, 0.0)  # counts of windows taken, not yet issued
@@ -99,7 +105,7 @@ class BatchStream:
     def begin_epoch(self, offset: int = 0) -> None:
         """Forget the previous epoch's issued batches; *offset*: batches already trained."""
         with self.lock:
-            self.issued, self.issued_offset = [], offset
+            self.issued, self.issued_counts, self.issued_offset = [], [], offset
 
     def next_batch(self, next_window: Callable[[], WindowPlan]) -> Batch:
         """The next batch of the stream, taking windows from *next_window* as needed."""
@@ -108,7 +114,7 @@ class BatchStream:
                 if self.pending:
                     batch = self.pending.popleft()
                     self.issued.append(batch)
-                    self._count_issue()
+                    self.issued_counts.append(self._count_issue())
                     return batch
             window = next_window()
             with self.lock:
@@ -141,15 +147,28 @@ class BatchStream:
         """A counter over every window taken so far (issued or not)."""
         return self.totals[key] + self._untold[key]
 
-    def _count_issue(self) -> None:
+    def _count_issue(self) -> dict:
         """Credit a window's counts to its batches as they are issued, so that every logging
-        interval (not only those in which a window arrives) shows what was skipped."""
+        interval (not only those in which a window arrives) shows what was skipped; returns
+        the batch's credit."""
         share = 1.0 / max(1, self._untold_batches)
+        moved = {}
         for key in COUNTERS:
-            moved = self._untold[key] * share
-            self.totals[key] += moved
-            self._untold[key] -= moved
+            moved[key] = self._untold[key] * share
+            self.totals[key] += moved[key]
+            self._untold[key] -= moved[key]
         self._untold_batches = max(0, self._untold_batches - 1)
+        return moved
+
+    def _ahead(self, consumed: int) -> List[dict]:
+        """The credits of the batches issued after *consumed* (prefetched, not trained)."""
+        return self.issued_counts[max(0, consumed - self.issued_offset):]
+
+    def totals_at(self, consumed: int) -> dict:
+        """The counters of the batches trained when *consumed* batches of the epoch are."""
+        with self.lock:
+            ahead = self._ahead(consumed)
+            return {k: v - sum(c[k] for c in ahead) for k, v in self.totals.items()}
 
     # -- checkpoints ----------------------------------------------------------------------
     def state(self, consumed: int) -> StreamState:
@@ -159,9 +178,14 @@ class BatchStream:
             batches = self.issued[max(0, consumed - self.issued_offset):] + list(self.pending)
             gen = self.gen_state if self.gen_state is not None else self.generator.state_dict()
             rate = [[a, t] for a, t in self.rate.recent]
+            ahead = self._ahead(consumed)
+            totals = {k: v - sum(c[k] for c in ahead) for k, v in self.totals.items()}
+            untold = {k: v + sum(c[k] for c in ahead) for k, v in self._untold.items()}
+            untold_batches = self._untold_batches + len(ahead)
         weights = [w for _, w in batches] if self.reweight else None
         return StreamState(generator=gen, pending=[ids for ids, _ in batches], weights=weights,
-                           rate=rate)
+                           rate=rate, totals=totals, untold=untold,
+                           untold_batches=untold_batches)
 
     def restore(self, state: StreamState) -> None:
         self.gen_state = dict(state.generator)
@@ -171,3 +195,7 @@ class BatchStream:
             for ids, w in zip(state.pending, weights))
         if state.rate is not None:  # checkpoints before this field: estimated afresh
             self.rate.recent = deque((float(a), float(t)) for a, t in state.rate)
+        if state.totals is not None:  # checkpoints before these fields: the run's totals
+            self.totals = {k: float(state.totals.get(k, 0.0)) for k in COUNTERS}
+            self._untold = {k: float(state.untold.get(k, 0.0)) for k in COUNTERS}
+            self._untold_batches = int(state.untold_batches)
