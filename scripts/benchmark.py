@@ -5,7 +5,7 @@ model, seed and LR schedule.
     python scripts/benchmark.py --data DIR --config NAME --out DIR
         [--max-epoch N | --max-update N | --budget-tokens N] [--seed S ...]
         [--extra-args "..."] [--autoassist-args "..."] [--arm NAME="ARGS" ...]
-        [--variant NAME] [--no-random] [--skip-bleu] [--noise-labels FILE]
+        [--variant NAME] [--no-random] [--skip-bleu | --bleu-kept] [--noise-labels FILE]
 
 Arms, for each seed, one after the other on this machine:
 
@@ -36,6 +36,10 @@ resumes from its checkpoint_last.pt, so a comparison can span several sessions. 
 checkpoints, and the checkpoints saved at the validations inside epochs, are kept (the
 config's --keep-last-epochs, --keep-interval-updates and --no-epoch-checkpoints are dropped
 unless --skip-bleu) and each is scored once (OUT/<run>/checkpoints/bleu-checkpoint*.log).
+--bleu-kept trains as --skip-bleu does (so runs made with --skip-bleu are reused, not
+retrained) and scores the checkpoints the config kept: BLEU at equal tokens, at equal wall
+and last, where those fall within the kept epochs; the tokens and wall to the target BLEU
+are then not reported (the curve does not start at the run's start).
 
 Measured at each validation: the validation loss (base 2), fairseq's ``wall`` (seconds since
 training started, validations and checkpoint saves included; a resumed run continues the
@@ -614,11 +618,16 @@ def crossing(points, key, target, value="valid_loss", lower_is_better=True):
     return None
 
 
-def arm_metrics(curve, bleus, base_curve, base_bleus, equal_tokens, equal_wall):
-    """One arm's figures against its seed's baseline (the baseline's own included)."""
+def arm_metrics(curve, bleus, base_curve, base_bleus, equal_tokens, equal_wall,
+                bleu_from_start=True):
+    """One arm's figures against its seed's baseline (the baseline's own included). Without
+    *bleu_from_start* (the BLEU curves cover only the last checkpoints kept) the tokens and
+    wall to the target BLEU are None: a curve already past the target at its first point
+    would report that point, not where the run first reached it."""
     target_loss = min(p["valid_loss"] for p in base_curve)
     final_bleu = base_bleus[-1]["bleu"] if base_bleus else None
     target_bleu = None if final_bleu is None else final_bleu - BLEU_MARGIN
+    cross_bleus, cross_base = (bleus, base_bleus) if bleu_from_start else ([], [])
     end = curve[-1]
     out = {"final": {k: end[k] for k in ("epoch", "updates", "boss_tokens", "wall",
                                           "valid_loss")},
@@ -632,15 +641,15 @@ def arm_metrics(curve, bleus, base_curve, base_bleus, equal_tokens, equal_wall):
            "tokens_to_target_loss": crossing(curve, "boss_tokens", target_loss),
            "wall_to_target_loss": crossing(curve, "wall", target_loss),
            "tokens_to_target_bleu": None if target_bleu is None else crossing(
-               bleus, "boss_tokens", target_bleu, "bleu", lower_is_better=False),
+               cross_bleus, "boss_tokens", target_bleu, "bleu", lower_is_better=False),
            "wall_to_target_bleu": None if target_bleu is None else crossing(
-               bleus, "wall", target_bleu, "bleu", lower_is_better=False)}
+               cross_bleus, "wall", target_bleu, "bleu", lower_is_better=False)}
     base = {"tokens_to_target_loss": crossing(base_curve, "boss_tokens", target_loss),
             "wall_to_target_loss": crossing(base_curve, "wall", target_loss),
             "tokens_to_target_bleu": None if target_bleu is None else crossing(
-                base_bleus, "boss_tokens", target_bleu, "bleu", lower_is_better=False),
+                cross_base, "boss_tokens", target_bleu, "bleu", lower_is_better=False),
             "wall_to_target_bleu": None if target_bleu is None else crossing(
-                base_bleus, "wall", target_bleu, "bleu", lower_is_better=False)}
+                cross_base, "wall", target_bleu, "bleu", lower_is_better=False)}
     for key, value in base.items():
         out[key + "_ratio"] = ratio(out[key], value)
     return out
@@ -821,6 +830,9 @@ def write_markdown(results, path):
     text = [title, "", f"Date: {m['date']}  ", f"Machine: {machine}  ",
             f"Config: `{m['config']}`, data: `{m['data']}`", "", "```", shlex.join(m["command"]),
             "```", "", "Arms (flags beyond the config):", *arms, "", *rows, "", m["notes"], ""]
+    if m.get("bleu_checkpoints") == "kept by the config":
+        text[-1:-1] = ["BLEU here (--bleu-kept): on the checkpoints the config kept (its last "
+                       "epochs) only; tokens and wall to the target BLEU are not reported.", ""]
     Path(path).write_text("\n".join(text))
 
 
@@ -911,6 +923,10 @@ def parse_cli(argv):
                    help="leave out the random-skip control arm")
     p.add_argument("--skip-bleu", action="store_true",
                    help="no test BLEU (evaluate.sh); epoch checkpoints follow the config")
+    p.add_argument("--bleu-kept", action="store_true",
+                   help="train as --skip-bleu does (runs made with it are reused), then score "
+                        "test BLEU on the checkpoints the config kept (its last epochs): BLEU "
+                        "at equal tokens and last, no tokens to the target BLEU")
     p.add_argument("--noise-labels", type=Path, default=None,
                    help="labels of the raw training pairs (scripts/add_noise.py), for the noise "
                         "report (default: DATA/train.noise-labels when present; needs "
@@ -957,7 +973,7 @@ def validation_flags(tokens, updates, validations, checkpoints=False):
 def benchmark_seed(seed, ctx):
     """Train (or reuse) every arm of one seed: their curves, BLEU curves and a result row."""
     data, out, tokens, extra = ctx["data"], ctx["out"], ctx["tokens"], ctx["extra"]
-    langs, keep = ctx["langs"], not ctx["skip_bleu"]
+    langs, keep = ctx["langs"], not (ctx["skip_bleu"] or ctx["bleu_kept"])
     base_name = f"baseline-s{seed}"
     probe = build_run_args(tokens, "baseline", seed, out, ctx["budget"], extra, [], langs)
     counts, update_freq = baseline_batches(data, probe, seed)
@@ -998,7 +1014,7 @@ def benchmark_seed(seed, ctx):
     arms = {}
     for arm in curves:
         m = arm_metrics(curves[arm], bleus[arm], curves["baseline"], bleus["baseline"],
-                        equal_tokens, equal_wall)
+                        equal_tokens, equal_wall, bleu_from_start=keep)
         m["epochs_trained"] = epochs_trained(logs[arm])
         m["other_cpu_share"] = other_cpu_share(out / f"{arm}-s{seed}" / "cpu.json")
         if ctx["noise_labels"] and arm != "baseline":
@@ -1068,6 +1084,9 @@ def main(argv=None):
                              "(the config has none)")
     if a.budget_tokens is not None and a.budget_tokens <= 0:
         raise BenchmarkError(f"--budget-tokens {a.budget_tokens}: must be > 0")
+    if a.skip_bleu and a.bleu_kept:
+        raise BenchmarkError("--skip-bleu and --bleu-kept: choose one (--bleu-kept scores the "
+                             "checkpoints a --skip-bleu run kept)")
     if a.validations < 0:
         raise BenchmarkError(f"--validations {a.validations}: must be >= 0 (0: at epoch ends "
                              "only)")
@@ -1094,7 +1113,8 @@ def main(argv=None):
            "budget": budget, "budget_tokens": a.budget_tokens, "arms": arms,
            "aa_run": aa_run, "random_run": None if a.no_random else random_run,
            "validations": a.validations,
-           "skip_bleu": a.skip_bleu, "noise_labels": labels if labels.exists() else None}
+           "skip_bleu": a.skip_bleu, "bleu_kept": a.bleu_kept,
+           "noise_labels": labels if labels.exists() else None}
     curves, bleu_curves, per_seed, run_args = {}, {}, [], {}
     for seed in seeds:
         seed_curves, seed_bleus, row, args = benchmark_seed(seed, ctx)
@@ -1121,6 +1141,8 @@ def main(argv=None):
         wall_source="fairseq 'wall' of the train line of the validation's epoch (whole "
                     "seconds since training start, validations and checkpoint saves included)",
         arms=mean_arms(per_seed), bleu_curves=bleu_curves, budget=budget_text,
+        bleu_checkpoints=None if a.skip_bleu else "kept by the config" if a.bleu_kept
+        else "all",
         languages=list(langs), noise_labels=str(ctx["noise_labels"] or "") or None,
         arm_args={"baseline": {"args": ["--task", "translation"]}} | {
             arm: {"args": arm_args} for arm, arm_args in arms.items()},

@@ -112,6 +112,7 @@ def _tiny_config(tmp_path):
 
 def test_benchmark_end_to_end(tiny_data, tmp_path):
     config = _tiny_config(tmp_path)
+    tiny_data = _with_test_split(tiny_data, tmp_path / "data")
     out = tmp_path / "out"
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run(
@@ -170,6 +171,46 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
     assert "--assistant-window 128" in (out / "autoassist-w128-s1" / "train.log").read_text()
     assert "variant w128" in (out / "results-w128.md").read_text()
     assert json.loads((out / "results.json").read_text()) == results  # left as it was
+    # --bleu-kept scores the checkpoints those --skip-bleu runs kept, without retraining
+    proc = subprocess.run(
+        [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
+         config, "--out", out, "--max-epoch", "2", "--bleu-kept", "--variant", "w128",
+         "--validations", "4", "--extra-args", "--log-interval 5", "--no-random",
+         "--autoassist-args", "--assistant-window 128"],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "training;" not in proc.stdout and "resuming;" not in proc.stdout, proc.stdout
+    assert proc.stdout.count("finished before: reusing") == 2, proc.stdout
+    scored = json.loads((out / "results-w128.json").read_text())
+    assert scored["bleu_checkpoints"] == "kept by the config"
+    assert scored["curves"] == variant["curves"]
+    for arm, m in scored["per_seed"][0]["arms"].items():
+        assert m["final_bleu"] is not None, arm  # checkpoint_last.pt, the only one kept
+        assert m["tokens_to_target_bleu"] is None and m["wall_to_target_bleu"] is None, arm
+    assert scored["per_seed"][0]["bleu_baseline"] is not None
+    assert "--bleu-kept" in (out / "results-w128.md").read_text()
+
+
+def _with_test_split(data, root):
+    """A view of binarised *data* (symlinks) whose valid set doubles as the test set that
+    scripts/evaluate.sh translates and scores (references: raw/test.tgt)."""
+    (root / "raw").mkdir(parents=True)
+    for path in Path(data).iterdir():
+        (root / path.name).symlink_to(path)
+        if path.name.startswith("valid."):
+            (root / path.name.replace("valid.", "test.", 1)).symlink_to(path)
+    (root / "raw" / "test.tgt").symlink_to(Path(data).parent / "raw" / "valid.tgt")
+    return root
+
+
+def test_skip_bleu_and_bleu_kept_exclude_each_other(tiny_data, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
+         _tiny_config(tmp_path), "--out", tmp_path / "out", "--max-epoch", "1",
+         "--skip-bleu", "--bleu-kept"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "--skip-bleu and --bleu-kept: choose one" in proc.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_crossing_and_values_are_interpolated_between_measurements():
