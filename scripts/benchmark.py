@@ -144,6 +144,7 @@ def find_config(name):
 LANG_FLAGS = ("--source-lang", "-s", "--target-lang", "-t")
 KEEP_EPOCH_FLAGS = ("--keep-last-epochs", "--no-epoch-checkpoints", "--keep-interval-updates")
 BLEU_MARGIN = 0.2
+BLEU_KEPT = "kept by the config"  # results' bleu_checkpoints under --bleu-kept
 
 
 def build_run_args(config_tokens, kind, seed, save_dir, budget, extra, autoassist_extra,
@@ -830,7 +831,7 @@ def write_markdown(results, path):
     text = [title, "", f"Date: {m['date']}  ", f"Machine: {machine}  ",
             f"Config: `{m['config']}`, data: `{m['data']}`", "", "```", shlex.join(m["command"]),
             "```", "", "Arms (flags beyond the config):", *arms, "", *rows, "", m["notes"], ""]
-    if m.get("bleu_checkpoints") == "kept by the config":
+    if m.get("bleu_checkpoints") == BLEU_KEPT:
         text[-1:-1] = ["BLEU here (--bleu-kept): on the checkpoints the config kept (its last "
                        "epochs) only; tokens and wall to the target BLEU are not reported.", ""]
     Path(path).write_text("\n".join(text))
@@ -1141,8 +1142,7 @@ def main(argv=None):
         wall_source="fairseq 'wall' of the train line of the validation's epoch (whole "
                     "seconds since training start, validations and checkpoint saves included)",
         arms=mean_arms(per_seed), bleu_curves=bleu_curves, budget=budget_text,
-        bleu_checkpoints=None if a.skip_bleu else "kept by the config" if a.bleu_kept
-        else "all",
+        bleu_checkpoints=None if a.skip_bleu else BLEU_KEPT if a.bleu_kept else "all",
         languages=list(langs), noise_labels=str(ctx["noise_labels"] or "") or None,
         arm_args={"baseline": {"args": ["--task", "translation"]}} | {
             arm: {"args": arm_args} for arm, arm_args in arms.items()},

@@ -115,11 +115,16 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
     tiny_data = _with_test_split(tiny_data, tmp_path / "data")
     out = tmp_path / "out"
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run(
-        [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
-         config, "--out", out, "--max-epoch", "2", "--skip-bleu", "--validations", "4",
-         "--extra-args", "--log-interval 5", "--autoassist-args", "--assistant-window 256"],
-        capture_output=True, text=True, timeout=600, env=env)
+
+    def benchmark_run(*flags, timeout=300):
+        return subprocess.run(
+            [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
+             config, "--out", out, "--max-epoch", "2", "--validations", "4", "--extra-args",
+             "--log-interval 5", *flags], capture_output=True, text=True, timeout=timeout,
+            env=env)
+
+    proc = benchmark_run("--skip-bleu", "--autoassist-args", "--assistant-window 256",
+                         timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     for key in ("tokens_to_target_ratio", "time_to_target_ratio", "bleu_baseline",
@@ -157,12 +162,9 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
     assert (out / "curves.png").stat().st_size > 0
     assert "Every arm at equal compute" in (out / "results.md").read_text()
     # a variant shares the baseline run and writes its own results
-    proc = subprocess.run(
-        [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
-         config, "--out", out, "--max-epoch", "2", "--skip-bleu", "--variant", "w128",
-         "--validations", "4", "--extra-args", "--log-interval 5", "--no-random",
-         "--autoassist-args", "--assistant-window 128"],
-        capture_output=True, text=True, timeout=300, env=env)
+    variant_flags = ("--variant", "w128", "--no-random", "--autoassist-args",
+                     "--assistant-window 128")
+    proc = benchmark_run("--skip-bleu", *variant_flags)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "[baseline-s1] finished before: reusing" in proc.stdout
     variant = json.loads((out / "results-w128.json").read_text())
@@ -172,12 +174,7 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
     assert "variant w128" in (out / "results-w128.md").read_text()
     assert json.loads((out / "results.json").read_text()) == results  # left as it was
     # --bleu-kept scores the checkpoints those --skip-bleu runs kept, without retraining
-    proc = subprocess.run(
-        [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
-         config, "--out", out, "--max-epoch", "2", "--bleu-kept", "--variant", "w128",
-         "--validations", "4", "--extra-args", "--log-interval 5", "--no-random",
-         "--autoassist-args", "--assistant-window 128"],
-        capture_output=True, text=True, timeout=300, env=env)
+    proc = benchmark_run("--bleu-kept", *variant_flags)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "training;" not in proc.stdout and "resuming;" not in proc.stdout, proc.stdout
     assert proc.stdout.count("finished before: reusing") == 2, proc.stdout
