@@ -13,8 +13,8 @@ Arms, for each seed, one after the other on this machine:
 * ``autoassist-s<seed>``: ``--task autoassist_translation`` (its defaults: the ``paper``
   rule, with the pair checks when the feature file has them) plus --autoassist-args;
 * ``random-s<seed>``: the control, ``--assistant-rule random --assistant-random-rates
-  r1,r2,...`` with r_e = the AutoAssist arm's measured token acceptance of its epoch e
-  (``aa_accept_tok`` of its ``train`` lines; the last repeats), so it skips as many tokens
+  r1,r2,...`` with r_e = the AutoAssist arm's measured token acceptance of its data pass e
+  (its "AutoAssist data pass" log lines; the last repeats), so it skips as many tokens
   per pass as AutoAssist but picks them at random; it runs after the AutoAssist arm;
 * ``NAME-s<seed>`` for every ``--arm NAME="ARGS"``: ``--task autoassist_translation``
   plus ARGS (e.g. ``--arm learnable="--assistant-rule learnable"``).
@@ -656,15 +656,34 @@ def arm_metrics(curve, bleus, base_curve, base_bleus, equal_tokens, equal_wall,
     return out
 
 
-def random_rates(records):
-    """The per-epoch token acceptance of an Assistant arm's log, as --assistant-random-rates
-    (each in (0, 1], 4 decimals; epochs in order)."""
-    epochs = sorted((r for r in records if r["tag"] == "train" and "aa_accept_tok" in r),
-                    key=lambda r: r["num_updates"])
-    if not epochs:
-        raise BenchmarkError("the AutoAssist arm's log has no aa_accept_tok on its train lines: "
-                             "cannot set the random control's rates")
-    return ",".join(f"{min(1.0, max(1e-4, r['aa_accept_tok'])):.4f}" for r in epochs)
+# the batch stream's line at the end of each data pass (rank 0's shard)
+PASS_LINE = re.compile(r"AutoAssist data pass (\d+) \(shard 0\): accepted ([\d.]+) of its tokens")
+
+
+def random_rates(records, text=""):
+    """The token acceptance of an Assistant arm per data pass, as --assistant-random-rates
+    (each in (0, 1], 4 decimals; passes in order), from its log's "AutoAssist data pass"
+    lines (a pass logged again after a resume: the later line). The random rule applies
+    its rates per data pass, and a fairseq epoch spans two passes, so the per-epoch
+    ``aa_accept_tok`` would run the control's first pass below the arm's; it serves only
+    for logs without pass lines (runs of older versions). The arm's last, unfinished pass
+    has no line: the control goes on at the last finished pass's rate."""
+    passes = {int(n): float(rate) for n, rate in PASS_LINE.findall(text)}
+    if passes:
+        missing = sorted(set(range(1, max(passes) + 1)) - set(passes))
+        if missing:
+            raise BenchmarkError(f"the AutoAssist arm's log has no line for data pass(es) "
+                                 f"{missing}: rerun that arm (delete its directory)")
+        values = [passes[n] for n in sorted(passes)]
+    else:
+        epochs = sorted((r for r in records if r["tag"] == "train" and "aa_accept_tok" in r),
+                        key=lambda r: r["num_updates"])
+        if not epochs:
+            raise BenchmarkError("the AutoAssist arm's log has neither data pass lines nor "
+                                 "aa_accept_tok on its train lines: cannot set the random "
+                                 "control's rates")
+        values = [r["aa_accept_tok"] for r in epochs]
+    return ",".join(f"{min(1.0, max(1e-4, v)):.4f}" for v in values)
 
 
 def diagnose_run(data, ckpt_dir, labels):
@@ -855,7 +874,8 @@ NOTES = ("Equal compute: the baseline trains first (the config's --max-epoch, or
          "set) on every epoch checkpoint, every checkpoint saved at a validation inside an "
          "epoch and the last checkpoint (sacreBLEU signatures in "
          "OUT/<run>/checkpoints/bleu-*.log). The random arm accepts at AutoAssist's "
-         "measured per-epoch token acceptance (`aa_accept_tok`). AutoAssist vs baseline table: "
+         "measured token acceptance of each data pass (its \"AutoAssist data pass\" log "
+         "lines; logs of older versions: `aa_accept_tok` per epoch). AutoAssist vs baseline table: "
          "as earlier versions (first validation at or below the target, no interpolation; "
          "BLEU of checkpoint_best.pt; Boss tokens saved = 1 - AutoAssist's Boss tokens / "
          "(the baseline's tokens per epoch x AutoAssist's epochs); wait share = sum of "
@@ -987,17 +1007,19 @@ def benchmark_seed(seed, ctx):
                                      ctx["validations"], checkpoints=keep)
     args = {"baseline": build_run_args(tokens, "baseline", seed, out / base_name / "checkpoints",
                                        budget, extra, [], langs, keep)}
-    logs = {"baseline": parse_log(run_training(base_name, data, args["baseline"], out))}
+    texts = {"baseline": run_training(base_name, data, args["baseline"], out)}
+    logs = {"baseline": parse_log(texts["baseline"])}
     updates = int(max(r["num_updates"] for r in logs["baseline"] if r["tag"] == "train"))
     arm_budget = ["--max-update", str(updates)]
     for arm, arm_args in ctx["arms"].items():
         if arm == ctx["random_run"]:  # the control skips at AutoAssist's measured rates
-            arm_args = arm_args + ["--assistant-random-rates",
-                                   random_rates(logs[ctx["aa_run"]])]
+            arm_args = arm_args + ["--assistant-random-rates", random_rates(
+                logs[ctx["aa_run"]], texts[ctx["aa_run"]])]
         name = f"{arm}-s{seed}"
         args[arm] = build_run_args(tokens, arm, seed, out / name / "checkpoints", arm_budget,
                                    extra, arm_args, langs, keep)
-        logs[arm] = parse_log(run_training(name, data, args[arm], out))
+        texts[arm] = run_training(name, data, args[arm], out)
+        logs[arm] = parse_log(texts[arm])
 
     curves = {"baseline": build_curve(logs["baseline"], lambda e, u, _: baseline_tokens_at(
         counts, update_freq, seed, e, u))}

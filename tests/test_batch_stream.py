@@ -119,3 +119,44 @@ def test_windows_of_an_old_generation_are_dropped(sizes):
     assert stream.taken("considered_pairs") - taken_before == pytest.approx(
         sum(w.considered_pairs for w in fresh_windows[:used]))
     assert stream.gen_state == fresh_windows[used - 1].state_after
+
+
+def _pass_lines(caplog):
+    return [r.getMessage() for r in caplog.records if "AutoAssist data pass" in r.getMessage()]
+
+
+def test_each_data_pass_logs_its_own_acceptance_and_resumes_it(sizes, caplog):
+    """A fairseq epoch mixes passes, so the per-pass acceptance (what the random control
+    must follow) has its own log line, which a stream resumed mid-pass still gets right."""
+    caplog.set_level("INFO", logger="autoassist_fairseq.data.batch_stream")
+    gen = _gen(sizes)
+    gen.begin_epoch(1)
+    windows = []
+
+    def source():
+        windows.append(gen.next_window(lambda ids: _score(ids) * (0.5 if gen.epoch > 1 else 1)))
+        return windows[-1]
+
+    stream = BatchStream(_gen(sizes))
+    issued = [stream.next_batch(source) for _ in range(30)]
+    state = stream.state(consumed=30)
+    while sum(w.ends_pass for w in windows) < 2:
+        issued.append(stream.next_batch(source))
+    lines = _pass_lines(caplog)
+    assert len(lines) == 2
+    for data_pass, line in zip((1, 2), lines):
+        mine = [w for w in windows if w.epoch == data_pass]
+        tokens = sum(w.accepted_tokens for w in mine) / sum(w.considered_tokens for w in mine)
+        pairs = sum(w.accepted_pairs for w in mine) / sum(w.considered_pairs for w in mine)
+        assert line == (f"AutoAssist data pass {data_pass} (shard 0): accepted {tokens:.4f} "
+                        f"of its tokens, {pairs:.4f} of its pairs")
+    assert 0.5 < float(lines[0].split()[7]) < 0.75 and float(lines[1].split()[7]) < 0.4
+
+    caplog.clear()  # resumed after 30 batches of pass 1: the same two lines
+    gen = _gen(sizes)
+    gen.load_state_dict(state.generator)
+    restored = BatchStream(_gen(sizes))
+    restored.restore(StreamState(**vars(state)))
+    for _ in range(len(issued) - 30):
+        restored.next_batch(source)
+    assert _pass_lines(caplog) == lines

@@ -148,9 +148,10 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
         assert all(0 < a < b for a, b in zip(tokens, tokens[1:])), name
         assert curve[-1]["updates"] == budget, name
         assert abs(tokens[-1] / base_curve[-1]["boss_tokens"] - 1) < 0.25, name
-    # the control skips at AutoAssist's measured per-epoch token acceptance
-    aa_records = benchmark.parse_log((out / "autoassist-s1" / "train.log").read_text())
-    rates = benchmark.random_rates(aa_records)
+    # the control skips at AutoAssist's measured token acceptance of each data pass
+    aa_text = (out / "autoassist-s1" / "train.log").read_text()
+    rates = benchmark.random_rates(benchmark.parse_log(aa_text), aa_text)
+    assert rates.count(",") + 1 == len(benchmark.PASS_LINE.findall(aa_text)) >= 2
     random_log = (out / "random-s1" / "train.log").read_text()
     assert f"--assistant-rule random --assistant-random-rates {rates}" in random_log
     assert "--assistant-window 256" not in random_log
@@ -266,6 +267,16 @@ def test_noise_kind_table_lists_every_kind_of_every_arm():
 def test_random_rates_come_from_the_autoassist_log():
     records = [{"tag": "train", "epoch": e, "num_updates": 10 * e, "aa_accept_tok": r}
                for e, r in ((2, 0.81234), (1, 1.0), (3, 0.0))]
+    # per data pass when the log has pass lines (a pass logged again after a resume: the
+    # later line; other shards' lines are not rank 0's)
+    line = "2026-11-24 14:31:59 | INFO | autoassist_fairseq.data.batch_stream | " \
+           "AutoAssist data pass {} (shard {}): accepted {} of its tokens, 0.9 of its pairs\n"
+    text = "".join(line.format(*a) for a in ((1, 0, "0.9400"), (2, 0, "0.7500"),
+                                             (2, 1, "0.1000"), (2, 0, "0.7300")))
+    assert benchmark.random_rates(records, text) == "0.9400,0.7300"
+    with pytest.raises(benchmark.BenchmarkError, match=r"data pass\(es\) \[1\]"):
+        benchmark.random_rates(records, line.format(2, 0, "0.7"))
+    # logs of older versions: per epoch
     assert benchmark.random_rates(records) == "1.0000,0.8123,0.0001"
     with pytest.raises(benchmark.BenchmarkError, match="aa_accept_tok"):
         benchmark.random_rates([{"tag": "train", "epoch": 1, "num_updates": 5}])

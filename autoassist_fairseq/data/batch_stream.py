@@ -13,6 +13,7 @@ current epoch, so that the state at any consumed count (checkpoints happen while
 loader workers and the buffer thread run ahead) can be saved and resumed exactly.
 """
 
+import logging
 import math
 import threading
 from collections import deque
@@ -27,6 +28,8 @@ from .plan import WindowPlan
 Batch = Tuple[np.ndarray, Optional[np.ndarray]]  # (dataset ids, importance weights or None)
 
 COUNTERS = ("considered_pairs", "considered_tokens", "accepted_pairs", "accepted_tokens")
+
+logger = logging.getLogger(__name__)
 
 
 def agree_num_batches(views: List[dict]) -> int:
@@ -55,6 +58,8 @@ class StreamState:
     totals: Optional[dict] = None
     untold: Optional[dict] = None
     untold_batches: int = 0
+    # the counters of the data pass under way, as of the windows taken (its log line)
+    pass_counts: Optional[dict] = None
 
 
 @dataclass
@@ -95,6 +100,7 @@ class BatchStream:
         self.totals = dict.fromkeys(COUNTERS, 0.0)
         self._untold = dict.fromkeys(COUNTERS, 0.0)  # counts of windows taken, not yet issued
         self._untold_batches = 0
+        self.pass_counts = dict.fromkeys(COUNTERS, 0.0)  # the data pass under way
         self.rate = _RateEstimate(windows=generator.num_windows)
         self.assistant_stats: dict = {}
         self.generation = 0  # restarts of the Assistant's stream; older windows are dropped
@@ -142,6 +148,21 @@ class BatchStream:
             self.rate.add(window.expected_token_rate, window.considered_tokens)
         if window.stats:
             self.assistant_stats = window.stats
+        for key in COUNTERS:
+            self.pass_counts[key] += getattr(window, key)
+        if window.ends_pass:
+            self._log_pass(window.epoch)
+
+    def _log_pass(self, data_pass: int) -> None:
+        """One line per data pass: what share of it the Assistant accepted. A fairseq epoch
+        (a batch count) spans passes, so its ``aa_accept_tok`` mixes two; the random
+        control's per-pass rates (``--assistant-random-rates``) are read from these lines."""
+        c = self.pass_counts
+        logger.info(f"AutoAssist data pass {data_pass} (shard {self.generator.shard_id}): "
+                    f"accepted {_share(c['accepted_tokens'], c['considered_tokens']):.4f} of "
+                    f"its tokens, {_share(c['accepted_pairs'], c['considered_pairs']):.4f} of "
+                    f"its pairs")
+        self.pass_counts = dict.fromkeys(COUNTERS, 0.0)
 
     def taken(self, key: str) -> float:
         """A counter over every window taken so far (issued or not)."""
@@ -182,10 +203,11 @@ class BatchStream:
             totals = {k: v - sum(c[k] for c in ahead) for k, v in self.totals.items()}
             untold = {k: v + sum(c[k] for c in ahead) for k, v in self._untold.items()}
             untold_batches = self._untold_batches + len(ahead)
+            pass_counts = dict(self.pass_counts)
         weights = [w for _, w in batches] if self.reweight else None
         return StreamState(generator=gen, pending=[ids for ids, _ in batches], weights=weights,
                            rate=rate, totals=totals, untold=untold,
-                           untold_batches=untold_batches)
+                           untold_batches=untold_batches, pass_counts=pass_counts)
 
     def restore(self, state: StreamState) -> None:
         self.gen_state = dict(state.generator)
@@ -199,3 +221,10 @@ class BatchStream:
             self.totals = {k: float(state.totals.get(k, 0.0)) for k in COUNTERS}
             self._untold = {k: float(state.untold.get(k, 0.0)) for k in COUNTERS}
             self._untold_batches = int(state.untold_batches)
+        if state.pass_counts is not None:  # checkpoints before this field: the pass's
+            # first line after the resume counts only the windows from there
+            self.pass_counts = {k: float(state.pass_counts.get(k, 0.0)) for k in COUNTERS}
+
+
+def _share(part: float, whole: float) -> float:
+    return part / whole if whole else 1.0
