@@ -142,14 +142,14 @@ class BatchStream:
                                 else None))
         self.gen_state = window.state_after
         for key in COUNTERS:
-            self._untold[key] += getattr(window, key)
+            value = getattr(window, key)
+            self._untold[key] += value
+            self.pass_counts[key] += value
         self._untold_batches += len(window.batches)
         if window.considered_tokens:
             self.rate.add(window.expected_token_rate, window.considered_tokens)
         if window.stats:
             self.assistant_stats = window.stats
-        for key in COUNTERS:
-            self.pass_counts[key] += getattr(window, key)
         if window.ends_pass:
             self._log_pass(window.epoch)
 
