@@ -19,6 +19,7 @@ The token losses kept for the Assistant are the unweighted ones.
 """
 
 import inspect
+import math
 from collections import deque
 
 import numpy as np
@@ -33,6 +34,29 @@ def check_criterion(criterion) -> None:
             f"--task autoassist_translation needs token-level losses, but criterion "
             f"{type(criterion).__name__} has no compute_loss(model, net_output, sample, reduce); "
             "use --criterion cross_entropy or --criterion label_smoothed_cross_entropy")
+
+
+def label_smoothing_floor(epsilon: float, vocab_size: int) -> float:
+    """The lowest token loss ``label_smoothed_cross_entropy`` allows, in nats.
+
+    fairseq's criterion puts 1 - epsilon on the reference and epsilon / (V - 1) on each of
+    the other V - 1 types; its loss is the cross-entropy from that target q, so no model can
+    go below the entropy of q: -(1 - eps) ln(1 - eps) - eps ln(eps / (V - 1)). The part of a
+    loss above it, the KL divergence from q to the model, is the *reducible* loss: zero
+    exactly where the gradient with respect to the logits is zero, so it is the learning
+    signal a pair has left. Under ``cross_entropy`` (epsilon 0) the floor is 0.
+
+    Args:
+        epsilon (float): ``--label-smoothing``, in [0, 1).
+        vocab_size (int): the output vocabulary, ``len(task.target_dictionary)``.
+    """
+    if not 0.0 <= epsilon < 1.0:
+        raise ValueError(f"label smoothing {epsilon} is out of range: it must be in [0, 1)")
+    if epsilon == 0.0:
+        return 0.0
+    if vocab_size < 2:
+        raise ValueError(f"a vocabulary of {vocab_size} types has no label smoothing floor")
+    return -(1.0 - epsilon) * math.log(1.0 - epsilon) - epsilon * math.log(epsilon / (vocab_size - 1))
 
 
 class capture_token_losses:
