@@ -26,7 +26,8 @@ CONFIG = TINY_TRANSFORMER + [
 
 def _ctx(tmp_path, sync=True):
     return {"tokens": CONFIG, "extra": [], "langs": ("src", "tgt"), "work": tmp_path,
-            "B": 100, "budget_epochs": 3, "sync": sync, "rules": {"default": []}}
+            "B": 100, "budget_epochs": 3, "sync": sync, "rules": {"default": []},
+            "assistant_extra": ["--assistant-window", "256"]}
 
 
 def test_every_arm_decays_its_learning_rate_to_zero_at_its_own_budget(tiny_data, tmp_path):
@@ -48,6 +49,7 @@ def test_every_arm_decays_its_learning_rate_to_zero_at_its_own_budget(tiny_data,
         assert (benchmark.get_flag(args, "--warmup-updates"), benchmark.get_flag(args, "--lr"),
                 benchmark.get_flag(args, "--warmup-init-lr")) == ("4", "0.005", "1e-07")
         assert ("--assistant-sync" in args) == (arm != "plain"), arm
+        assert ("--assistant-window" in args) == (arm != "plain"), arm
         assert str(tmp_path / fixed_budget.run_name(arm, share, 1)) in " ".join(args)
         # fairseq's own scheduler under these flags: peak --lr after the warm-up, ~0 at the end
         if arm == "default":
@@ -87,6 +89,14 @@ def test_a_long_run_of_another_session_is_reused_only_for_the_same_command(tmp_p
     with pytest.raises(benchmark.BenchmarkError, match="trained another command"):
         fixed_budget.reusable_run(run, "/other-data", args)
     with pytest.raises(benchmark.BenchmarkError, match="trained another command"):
+        fixed_budget.reusable_run(run, "/data", args[:3] + ["4"] + args[4:])
+    # a run started by fairseq-train itself: the configuration it logged
+    (run / "train.log").write_text(
+        "2026 | INFO | fairseq_cli.train | {'_name': None, 'model': Namespace(data='/data', "
+        "max_epoch=3, lr=[0.002], seed=1, task='translation', save_dir='/b')}\n"
+        "done training in 9.0 seconds\n")
+    assert fixed_budget.reusable_run(run, "/data", args + ["--lr", "0.002"]) is True
+    with pytest.raises(benchmark.BenchmarkError, match=r"--max-epoch 4 \(logged: 3\)"):
         fixed_budget.reusable_run(run, "/data", args[:3] + ["4"] + args[4:])
 
 
@@ -158,20 +168,19 @@ def test_readme_table_is_rewritten_between_its_markers_only(tmp_path):
     assert "| multi30k | 1 | plain | 0.70 |" in text
 
 
-def test_tiny_fixed_budget_runs_resume_and_fill_the_summary(tiny_data, tmp_path):
+def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_path):
     config = tmp_path / "tiny.args"
     config.write_text(" ".join(CONFIG) + "\n")
     cmd = [sys.executable, REPO / "scripts" / "fixed_budget.py", "--data", tiny_data,
            "--config", config, "--corpus", "multi30k", "--work", tmp_path / "work",
-           "--budget-updates", "12", "--arms", "plain@1.0,default@0.5,random@0.5",
+           "--budget-updates", "12", "--arms", "default@0.5,random@0.5",
            "--skip-bleu", "--no-sync", "--results", tmp_path / "results",
-           "--extra-args", "--log-interval 2 --assistant-window 256"]
+           "--extra-args", "--log-interval 2", "--assistant-args", "--assistant-window 256"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = json.loads((tmp_path / "results" / "summary.json").read_text())
-    assert {(r["arm"], r["budget_share"]) for r in rows} == {("plain", 1.0), ("default", 0.5),
-                                                            ("random", 0.5)}
+    assert {(r["arm"], r["budget_share"]) for r in rows} == {("default", 0.5), ("random", 0.5)}
     for r in rows:
         assert r["valid_reducible_loss"] < r["valid_loss"] and r["boss_tokens"] > 0
         assert r["updates"] == round(12 * r["budget_share"])
@@ -184,5 +193,5 @@ def test_tiny_fixed_budget_runs_resume_and_fill_the_summary(tiny_data, tmp_path)
     # rerunning the command reuses every finished run
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=200, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert proc.stdout.count("finished before: reusing") == 3, proc.stdout
+    assert proc.stdout.count("finished before: reusing") == 2, proc.stdout
     assert json.loads((tmp_path / "results" / "summary.json").read_text()) == rows
