@@ -29,7 +29,8 @@ continues unfinished runs from their checkpoint_last.pt and reuses finished ones
 comparison can span several sessions. After each run, its figures (final validation
 loss, its reducible part, test BLEU of checkpoint_last.pt with its sacreBLEU signature,
 Boss tokens, wall, other CPU) are merged into RESULTS/summary.json and the table in
-RESULTS/README.md (with each arm's smallest budget share that matches plain at B).
+RESULTS/README.md (with each arm's smallest budget share that matches plain at B); the
+runs' flags and validation curves go to RESULTS/runs-CORPUS.json and curves-CORPUS.png.
 """
 
 import argparse
@@ -266,6 +267,7 @@ def run_seed(seed, plan, ctx):
                                            "curve": curve}
         runs_path.write_text(json.dumps(runs, indent=2, sort_keys=True) + "\n")
         report.write_table(ctx["results"] / "README.md", rows)
+        report.plot_runs(runs, ctx["results"] / f"curves-{ctx['corpus']}.png")
         print(f"[{run_dir.name}] valid loss {entry['valid_loss']} (reducible "
               f"{entry['valid_reducible_loss']}), BLEU {entry['bleu']}, Boss tokens "
               f"{entry['boss_tokens']}", flush=True)

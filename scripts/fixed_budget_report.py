@@ -162,6 +162,33 @@ def write_table(readme, rows):
     readme.write_text(text)
 
 
+def plot_runs(runs, path):
+    """Validation loss against updates and against Boss tokens, one line per run of
+    runs-CORPUS.json ({run name: {"curve": [...]}}), the target dashed."""
+    import logging
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for name, run in sorted(runs.items()):
+        curve = [p for p in run["curve"] if p.get("boss_tokens") is not None]
+        style = "--" if name.startswith(f"{TARGET_ARM}-1.00B") else "-"
+        for ax, key in zip(axes, ("updates", "boss_tokens")):
+            ax.plot([p[key] for p in curve], [p["valid_loss"] for p in curve], style,
+                    marker="o", ms=2, label=name)
+    for ax, label in zip(axes, ("updates", "Boss tokens (non-padding src+tgt)")):
+        ax.set_xlabel(label)
+        ax.set_ylabel("validation loss (base 2)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--measure-budget", required=True, type=Path,

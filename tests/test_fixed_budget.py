@@ -51,21 +51,23 @@ def test_every_arm_decays_its_learning_rate_to_zero_at_its_own_budget(tiny_data,
         assert ("--assistant-sync" in args) == (arm != "plain"), arm
         assert ("--assistant-window" in args) == (arm != "plain"), arm
         assert str(tmp_path / fixed_budget.run_name(arm, share, 1)) in " ".join(args)
-        # fairseq's own scheduler under these flags: peak --lr after the warm-up, ~0 at the end
-        if arm == "default":
-            continue  # same schedule flags as random; --assistant-sync may not exist yet
-        parser = options.get_training_parser()
-        cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(
-            parser, [str(tiny_data)] + [a for a in args if a != "--assistant-sync"]
-            + ["--user-dir", str(REPO / "autoassist_fairseq")]))
-        optimizer = build_optimizer(cfg.optimizer, [torch.nn.Parameter(torch.zeros(1))])
-        scheduler = build_lr_scheduler(cfg.lr_scheduler, optimizer)
-        budget = round(100 * share)
-        assert scheduler.step_update(4) == pytest.approx(0.005)
-        assert scheduler.step_update(budget // 2) < 0.005
-        # the trainer sets the lr of update n + 1 after update n: the last update (number
-        # budget) trains at the value set after update budget - 1, the end of the half cosine
-        assert 0 < scheduler.step_update(budget - 1) < 1e-3 * 0.005
+    # fairseq's own scheduler under plain's flags (the other arms' schedule flags are the
+    # same): peak --lr after the warm-up, about 0 at the end of the arm's budget
+    schedule = ("--lr-scheduler", "--lr", "--min-lr", "--warmup-updates", "--warmup-init-lr")
+    flags = {arm: fixed_budget.flag_values(fixed_budget.arm_args(arm, 0.7, 1, ctx, "0.9"))
+             for arm in ("plain", "default", "random")}
+    for arm in ("default", "random"):
+        assert [flags[arm][f] for f in schedule] == [flags["plain"][f] for f in schedule]
+    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(
+        options.get_training_parser(), [str(tiny_data)] + fixed_budget.arm_args("plain", 0.7,
+                                                                                1, ctx)))
+    optimizer = build_optimizer(cfg.optimizer, [torch.nn.Parameter(torch.zeros(1))])
+    scheduler = build_lr_scheduler(cfg.lr_scheduler, optimizer)
+    assert scheduler.step_update(4) == pytest.approx(0.005)
+    assert scheduler.step_update(35) < 0.005
+    # the trainer sets the lr of update n + 1 after update n: the last update (number 70)
+    # trains at the value set after update 69, the end of the half cosine
+    assert 0 < scheduler.step_update(69) < 1e-3 * 0.005
     assert "--assistant-sync" not in fixed_budget.arm_args("default", 0.7, 1, _ctx(tmp_path,
                                                                                   False))
     assert "--assistant-random-rates" in fixed_budget.arm_args("random", 0.7, 1, ctx, "0.9")
@@ -190,6 +192,7 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
     assert f"--assistant-random-rates {rates}" in (work / "random-0.50B-s1" /
                                                    "train.log").read_text()
     assert "Fixed-budget comparisons" in (tmp_path / "results" / "README.md").read_text()
+    assert (tmp_path / "results" / "curves-multi30k.png").stat().st_size > 0
     # rerunning the command reuses every finished run
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=200, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
