@@ -66,7 +66,7 @@ class LogisticAssistant:
         return probs
 
     def state_dict(self) -> dict:
-        return {"theta": self.theta.astype(np.float32), "bias": self.bias}
+        return {"theta": self.theta.copy(), "bias": self.bias}  # float64: resumes bit-exact
 
     def load_state_dict(self, state: dict) -> None:
         theta = np.asarray(state["theta"], dtype=np.float64)
