@@ -4,7 +4,7 @@ learning rate that decays to zero at the arm's own budget.
 
     python scripts/fixed_budget.py --data DIR --config NAME --corpus NAME --work DIR
         (--budget-epochs N | --budget-updates N) [--seed S ...] [--arms ARM@SHARE,...]
-        [--rule NAME="ARGS" ...] [--inverse-sqrt-run DIR] [--no-sync] [--skip-bleu]
+        [--rule NAME="ARGS" ...] [--inverse-sqrt-run DIR] [--async] [--skip-bleu]
         [--extra-args "..."] [--assistant-args "..."] [--results DIR]
     python scripts/fixed_budget.py --measure-budget RESULTS.json|train.log [--curve NAME]
 
@@ -21,7 +21,7 @@ Arms (ARM@SHARE trains round(SHARE x B) updates, ``--max-update``):
 * a ``--rule NAME="ARGS"``: ``--task autoassist_translation`` plus ARGS, same schedule;
 * ``plain-inverse-sqrt``: the config's own schedule over B (the earlier tables' baseline).
 
-Every Assistant arm runs in deterministic mode (``--assistant-sync``; ``--no-sync`` leaves
+Every Assistant arm runs in deterministic mode (``--assistant-sync``; ``--async`` leaves
 it off). B: ``--budget-epochs N`` is N epochs of fairseq's batches of the train set
 (measured here), ``--budget-updates N`` is N updates. Each run lives in
 WORK/CORPUS/ARM-SHAREB-sSEED (train.log, checkpoints/, cpu.json); rerunning the command
@@ -229,7 +229,7 @@ def check_sync_available():
 
     if "assistant_sync" not in AutoAssistTranslationConfig.__dataclass_fields__:
         raise BenchmarkError("this checkout's task has no --assistant-sync (deterministic "
-                             "mode): update it, or pass --no-sync to run without it")
+                             "mode): update it, or pass --async to run without it")
 
 
 def run_seed(seed, plan, ctx):
@@ -293,8 +293,9 @@ def parse_cli(argv):
                         f"{', '.join(map(str, RULE_SHARES))} unless --arms lists it")
     p.add_argument("--inverse-sqrt-run", type=Path,
                    help="a finished run of the same plain-inverse-sqrt command to reuse")
-    p.add_argument("--no-sync", dest="sync", action="store_false",
-                   help="Assistant arms without --assistant-sync (not deterministic)")
+    p.add_argument("--async", dest="sync", action="store_false",
+                   help="Assistant arms without --assistant-sync, the Assistant in its own "
+                        "process (not deterministic)")
     p.add_argument("--skip-bleu", action="store_true", help="no test BLEU")
     p.add_argument("--dry-run", action="store_true",
                    help="print B and every run's fairseq-train flags, train nothing")

@@ -175,7 +175,7 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
     cmd = [sys.executable, REPO / "scripts" / "fixed_budget.py", "--data", tiny_data,
            "--config", config, "--corpus", "multi30k", "--work", tmp_path / "work",
            "--budget-updates", "12", "--arms", "default@0.5,random@0.5",
-           "--skip-bleu", "--no-sync", "--results", tmp_path / "results",
+           "--skip-bleu", "--results", tmp_path / "results",
            "--extra-args", "--log-interval 2", "--assistant-args", "--assistant-window 256"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env)
@@ -187,6 +187,7 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
         assert r["updates"] == round(12 * r["budget_share"])
     work = tmp_path / "work" / "multi30k"
     default_log = (work / "default-0.50B-s1" / "train.log").read_text()
+    assert "--assistant-sync" in default_log.split("\n", 1)[0]  # deterministic mode
     rates = benchmark.random_rates(benchmark.parse_log(default_log), default_log)
     assert f"--assistant-random-rates {rates}" in (work / "random-0.50B-s1" /
                                                    "train.log").read_text()
