@@ -46,8 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fixed_budget_report as report  # noqa: E402
 from benchmark import (REPO, BenchmarkError, baseline_batches, baseline_tokens_at,  # noqa: E402
                        budget_updates, build_curve, build_run_args, data_langs, drop_flags,
-                       find_config, get_flag, is_flag, other_cpu_share, parse_arm, parse_log,
-                       random_rates, read_args_file, run_bleu, run_training, HEADER)
+                       find_config, get_flag, other_cpu_share, parse_arm, parse_log,
+                       random_rates, read_args_file, run_bleu, run_training)
+from run_reuse import reusable_run  # noqa: E402
 
 DEFAULT_ARMS = "plain@1.0,default@0.7,plain@0.7,random@0.7,default@0.55,default@0.85," \
                "plain-inverse-sqrt@1.0"  # most informative first
@@ -109,77 +110,6 @@ def arm_args(arm, share, seed, ctx, random_rate_text=None):
     return build_run_args(tokens, arm, seed, save, budget, ctx["extra"],
                           ctx["assistant_extra"] + own + (SYNC if ctx["sync"] else []),
                           ctx["langs"])
-
-
-def flag_values(tokens):
-    """{--flag: value} of fairseq-train arguments (True for a flag without a value; the
-    last occurrence wins, as with argparse)."""
-    values, flag = {}, None
-    for tok in map(str, tokens):
-        if is_flag(tok):
-            flag = tok
-            values[flag] = True
-        elif flag is not None:
-            values[flag] = tok
-            flag = None
-    return values
-
-
-def same_value(logged, given):
-    """True when a value of fairseq's logged configuration equals a command-line value."""
-    logged = logged.strip("'\"")
-    if logged.startswith("[") and logged.endswith("]") and "," not in logged:
-        logged = logged[1:-1].strip("'\"")
-    if given is True:
-        return logged == "True"
-    try:
-        return float(logged) == float(given)
-    except ValueError:
-        return logged == given
-
-
-def logged_mismatches(config_line, data, args):
-    """The flags of *args* (and DATA) whose value differs in the configuration a
-    fairseq-train run logged (its ``Namespace(...)`` of every argument)."""
-    wanted = {"--data": str(data)} | flag_values(args)
-    wrong = []
-    for flag, value in wanted.items():
-        if flag in ("--save-dir", "--log-format", "--log-interval"):
-            continue
-        name = flag.lstrip("-").replace("-", "_")
-        m = re.search(rf"\b{name}=('[^']*'|\[[^\]]*\]|[^,)]+)", config_line)
-        if not m or not same_value(m.group(1), value):
-            wrong.append(f"{flag} {value} (logged: {m.group(1) if m else 'absent'})")
-    return wrong
-
-
-def reusable_run(run_dir, data, args):
-    """True when *run_dir* (a run of another session) finished the same fairseq-train
-    command as *args* on *data* (--save-dir aside); False while it is still training; an
-    error when its command or data differ. The command is read from a benchmark.py header,
-    else from the configuration fairseq-train logged at its (last) start."""
-    log = Path(run_dir) / "train.log"
-    text = log.read_text() if log.exists() else ""
-    if HEADER in text:
-        last = text[text.rfind(HEADER):]
-        theirs = shlex.split(last[len(HEADER):].splitlines()[0])[3:]  # after python -m module
-        ours = [str(data)] + [str(t) for t in args]
-        wrong = [] if drop_flags(theirs, {"--save-dir"}) == drop_flags(ours, {"--save-dir"}) \
-            else [shlex.join(theirs)]
-    else:
-        starts = [line for line in text.splitlines() if "Namespace(" in line
-                  and "fairseq_cli.train |" in line]
-        if not starts:
-            raise BenchmarkError(f"{log} holds neither a benchmark.py header nor fairseq's "
-                                 "logged configuration: cannot check its command")
-        last = text[text.rfind(starts[-1]):]
-        wrong = logged_mismatches(starts[-1], data, args)
-    if wrong:
-        raise BenchmarkError(f"{run_dir} trained another command ({'; '.join(wrong)}); "
-                             f"expected:\n  {shlex.join(map(str, args))}\n"
-                             "drop --inverse-sqrt-run to train it here")
-    return "done training" in last and (Path(run_dir) / "checkpoints" /
-                                        "checkpoint_last.pt").exists()
 
 
 def bleu_signature(ckpt_dir):

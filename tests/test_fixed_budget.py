@@ -15,6 +15,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import benchmark  # noqa: E402
 import fixed_budget  # noqa: E402
 import fixed_budget_report as report  # noqa: E402
+import run_reuse  # noqa: E402
 
 CONFIG = TINY_TRANSFORMER + [
     "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt",
@@ -53,7 +54,7 @@ def test_every_arm_decays_its_learning_rate_to_zero_at_its_own_budget(tiny_data,
     # fairseq's own scheduler under plain's flags (the other arms' schedule flags are the
     # same): peak --lr after the warm-up, about 0 at the end of the arm's budget
     schedule = ("--lr-scheduler", "--lr", "--min-lr", "--warmup-updates", "--warmup-init-lr")
-    flags = {arm: fixed_budget.flag_values(fixed_budget.arm_args(arm, 0.7, 1, ctx, "0.9"))
+    flags = {arm: run_reuse.flag_values(fixed_budget.arm_args(arm, 0.7, 1, ctx, "0.9"))
              for arm in ("plain", "default", "random")}
     for arm in ("default", "random"):
         assert [flags[arm][f] for f in schedule] == [flags["plain"][f] for f in schedule]
@@ -83,22 +84,22 @@ def test_a_long_run_of_another_session_is_reused_only_for_the_same_command(tmp_p
     header = benchmark.HEADER + "python -m fairseq_cli.train /data " + " ".join(
         args[:-1]) + " /b/checkpoints\n"
     (run / "train.log").write_text(header + "epoch 001 | ...\n")
-    assert fixed_budget.reusable_run(run, "/data", args) is False  # still training
+    assert run_reuse.reusable_run(run, "/data", args) is False  # still training
     (run / "train.log").write_text(header + "done training in 9.0 seconds\n")
     (run / "checkpoints" / "checkpoint_last.pt").write_bytes(b"")
-    assert fixed_budget.reusable_run(run, "/data", args) is True
+    assert run_reuse.reusable_run(run, "/data", args) is True
     with pytest.raises(benchmark.BenchmarkError, match="trained another command"):
-        fixed_budget.reusable_run(run, "/other-data", args)
+        run_reuse.reusable_run(run, "/other-data", args)
     with pytest.raises(benchmark.BenchmarkError, match="trained another command"):
-        fixed_budget.reusable_run(run, "/data", args[:3] + ["4"] + args[4:])
+        run_reuse.reusable_run(run, "/data", args[:3] + ["4"] + args[4:])
     # a run started by fairseq-train itself: the configuration it logged
     (run / "train.log").write_text(
         "2026 | INFO | fairseq_cli.train | {'_name': None, 'model': Namespace(data='/data', "
         "max_epoch=3, lr=[0.002], seed=1, task='translation', save_dir='/b')}\n"
         "done training in 9.0 seconds\n")
-    assert fixed_budget.reusable_run(run, "/data", args + ["--lr", "0.002"]) is True
+    assert run_reuse.reusable_run(run, "/data", args + ["--lr", "0.002"]) is True
     with pytest.raises(benchmark.BenchmarkError, match=r"--max-epoch 4 \(logged: 3\)"):
-        fixed_budget.reusable_run(run, "/data", args[:3] + ["4"] + args[4:])
+        run_reuse.reusable_run(run, "/data", args[:3] + ["4"] + args[4:])
 
 
 def test_arms_list_keeps_its_order_and_rejects_unknown_arms():
