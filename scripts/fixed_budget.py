@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Fixed-budget comparisons: every arm trains a share of a budget of B updates with a
+learning rate that decays to zero at the arm's own budget.
+
+    python scripts/fixed_budget.py --data DIR --config NAME --corpus NAME --work DIR
+        (--budget-epochs N | --budget-updates N) [--seed S ...] [--arms ARM@SHARE,...]
+        [--rule NAME="ARGS" ...] [--inverse-sqrt-run DIR] [--async] [--skip-bleu]
+        [--extra-args "..."] [--assistant-args "..."] [--results DIR]
+    python scripts/fixed_budget.py --measure-budget RESULTS.json|train.log [--curve NAME]
+
+Arms (ARM@SHARE trains round(SHARE x B) updates, ``--max-update``):
+
+* ``plain``: ``--task translation`` with ``--lr-scheduler cosine``: the config's warm-up
+  (--warmup-updates from --warmup-init-lr) to its peak --lr, then a half cosine down to
+  --min-lr 0 at the arm's --max-update (fairseq's cosine takes its period from
+  --max-update minus the warm-up);
+* ``default``: ``--task autoassist_translation`` with the plugin's defaults, same schedule;
+* ``random``: the random-skip control, same schedule, at the per-pass token acceptance of
+  the ``default`` run at the same share (its "AutoAssist data pass" log lines), which must
+  have finished first;
+* a ``--rule NAME="ARGS"``: ``--task autoassist_translation`` plus ARGS, same schedule;
+* ``plain-inverse-sqrt``: the config's own schedule over B (the earlier tables' baseline).
+
+Every Assistant arm runs in deterministic mode (``--assistant-sync``; ``--async`` leaves
+it off). B: ``--budget-epochs N`` is N epochs of fairseq's batches of the train set
+(measured here), ``--budget-updates N`` is N updates. Each run lives in
+WORK/CORPUS/ARM-SHAREB-sSEED (train.log, checkpoints/, cpu.json); rerunning the command
+continues unfinished runs from their checkpoint_last.pt and reuses finished ones, so the
+comparison can span several sessions. After each run, its figures (final validation
+loss, its reducible part, test BLEU of checkpoint_last.pt with its sacreBLEU signature,
+Boss tokens, wall, other CPU) are merged into RESULTS/summary.json and the table in
+RESULTS/README.md (with each arm's smallest budget share that matches plain at B); the
+runs' flags and validation curves go to RESULTS/runs-CORPUS.json and curves-CORPUS.png.
+"""
+
+import argparse
+import json
+import math
+import re
+import shlex
+import signal
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fixed_budget_report as report  # noqa: E402
+from benchmark import (REPO, BenchmarkError, baseline_batches, baseline_tokens_at,  # noqa: E402
+                       budget_updates, build_curve, build_run_args, data_langs, drop_flags,
+                       find_config, get_flag, other_cpu_share, parse_arm, parse_log,
+                       random_rates, read_args_file, run_bleu, run_training)
+from run_reuse import reusable_run  # noqa: E402
+
+DEFAULT_ARMS = "plain@1.0,default@0.7,plain@0.7,random@0.7,default@0.55,default@0.85," \
+               "plain-inverse-sqrt@1.0"  # most informative first
+RULE_SHARES = (0.55, 0.7, 0.85)
+PLAIN_ARMS = ("plain", "plain-inverse-sqrt")
+SYNC = ["--assistant-sync"]
+
+
+def parse_arms(text, rules=()):
+    """'ARM@SHARE,...' -> [(arm, share)], in the order given; a rule named by --rule runs
+    at RULE_SHARES after them unless listed here."""
+    known = {"plain", "plain-inverse-sqrt", "default", "random", *rules}
+    arms = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        arm, sep, share = item.partition("@")
+        try:
+            value = float(share)
+        except ValueError:
+            value = None
+        if not sep or arm not in known or value is None or not 0 < value <= 2:
+            raise BenchmarkError(f"--arms {item!r}: expected ARM@SHARE with ARM one of "
+                                 f"{sorted(known)} and SHARE in (0, 2], e.g. default@0.7")
+        arms.append((arm, value))
+    named = {a for a, _ in arms}
+    return arms + [(rule, s) for rule in rules if rule not in named for s in RULE_SHARES]
+
+
+def run_name(arm, share, seed):
+    return f"{arm}-{share:.2f}B-s{seed}"
+
+
+def schedule_tokens(config_tokens):
+    """The config with its --lr-scheduler replaced by fairseq's cosine, down to 0 at
+    --max-update; the warm-up (--warmup-updates, --warmup-init-lr) and peak --lr are kept."""
+    if get_flag(config_tokens, "--lr") is None:
+        raise BenchmarkError("the config has no --lr: the cosine schedule needs its peak")
+    tokens = drop_flags(config_tokens, {"--lr-scheduler", "--min-lr", "--lr-period-updates",
+                                        "--t-mult", "--lr-shrink"})
+    return tokens + ["--lr-scheduler", "cosine", "--min-lr", "0"]
+
+
+def arm_args(arm, share, seed, ctx, random_rate_text=None):
+    """The fairseq-train arguments (without DATA) of one run."""
+    save = ctx["work"] / run_name(arm, share, seed) / "checkpoints"
+    if arm == "plain-inverse-sqrt":  # the config's schedule and budget form, all epochs kept
+        budget = (["--max-epoch", str(ctx["budget_epochs"])] if ctx["budget_epochs"]
+                  and share == 1.0 else ["--max-update", str(round(share * ctx["B"]))])
+        return build_run_args(ctx["tokens"], "baseline", seed, save, budget, ctx["extra"], [],
+                              ctx["langs"], keep_epochs=True)
+    budget = ["--max-update", str(round(share * ctx["B"]))]
+    tokens = schedule_tokens(ctx["tokens"])
+    if arm == "plain":
+        return build_run_args(tokens, "baseline", seed, save, budget, ctx["extra"], [],
+                              ctx["langs"])
+    if arm == "random":
+        own = ["--assistant-rule", "random", "--assistant-random-rates", random_rate_text]
+    else:
+        own = ctx["rules"].get(arm, [])
+    return build_run_args(tokens, arm, seed, save, budget, ctx["extra"],
+                          ctx["assistant_extra"] + own + (SYNC if ctx["sync"] else []),
+                          ctx["langs"])
+
+
+def bleu_signature(ckpt_dir):
+    log = ckpt_dir / "bleu-checkpoint_last.log"
+    m = log.exists() and re.search(r"sacreBLEU signature: (\S+)", log.read_text())
+    return m.group(1) if m else None
+
+
+def run_entry(arm, share, seed, run_dir, ctx, counts, update_freq):
+    """The summary.json entry of a finished run (plus its curve and arguments)."""
+    text = (run_dir / "train.log").read_text()
+    records = parse_log(text)
+    if arm in PLAIN_ARMS:
+        curve = build_curve(records, lambda e, u, _: baseline_tokens_at(
+            counts, update_freq, seed, e, u))
+    else:
+        curve = build_curve(records, lambda e, u, train: (
+            int(train["aa_boss_tok"]) if "aa_boss_tok" in train else None, None))
+    if not curve:
+        raise BenchmarkError(f"{run_dir}/train.log has no validation line")
+    end = curve[-1]
+    bleu = None if ctx["skip_bleu"] else run_bleu(ctx["data"], run_dir / "checkpoints",
+                                                  checkpoint="checkpoint_last.pt")
+    return {"corpus": ctx["corpus"], "seed": seed, "arm": arm,
+            "budget_share": round(end["updates"] / ctx["B"], 4),
+            "valid_loss": end["valid_loss"],
+            "valid_reducible_loss": round(end["valid_loss"] - ctx["floor_bits"], 4),
+            "bleu": bleu, "boss_tokens": end["boss_tokens"], "updates": end["updates"],
+            "wall_s": end["wall"], "other_cpu_share": other_cpu_share(run_dir / "cpu.json"),
+            "bleu_signature": None if bleu is None else bleu_signature(run_dir / "checkpoints"),
+            "run": str(run_dir)}, curve
+
+
+def floor_bits(data, tokens, langs):
+    """The label-smoothing floor of the validation loss, in bits."""
+    from fairseq.data import Dictionary
+
+    from autoassist_fairseq.losses import label_smoothing_floor
+
+    eps = float(get_flag(tokens, "--label-smoothing", default=0.0))
+    vocab = len(Dictionary.load(str(Path(data) / f"dict.{langs[1]}.txt")))
+    return label_smoothing_floor(eps, vocab) / math.log(2)
+
+
+def check_sync_available():
+    from autoassist_fairseq.tasks.autoassist_translation import AutoAssistTranslationConfig
+
+    if "assistant_sync" not in AutoAssistTranslationConfig.__dataclass_fields__:
+        raise BenchmarkError("this checkout's task has no --assistant-sync (deterministic "
+                             "mode): update it, or pass --async to run without it")
+
+
+def run_seed(seed, plan, ctx):
+    """Train (or reuse) every arm of *plan* for *seed*, merging each into the summary."""
+    probe = build_run_args(ctx["tokens"], "baseline", seed, ctx["work"], [], ctx["extra"], [],
+                           ctx["langs"])
+    counts, update_freq = baseline_batches(ctx["data"], probe, seed)
+    for arm, share in plan:
+        if arm == "plain-inverse-sqrt" and seed != ctx["seeds"][0]:
+            continue  # one seed: the comparison with the earlier tables
+        rates = None
+        if arm == "random":
+            source = ctx["work"] / run_name("default", share, seed) / "train.log"
+            if not source.exists() or "done training" not in source.read_text():
+                raise BenchmarkError(f"random@{share}: the default run at that share "
+                                     f"({source.parent}) has not finished: list it first")
+            text = source.read_text()
+            rates = random_rates(parse_log(text), text)
+        args = arm_args(arm, share, seed, ctx, rates)
+        run_dir = ctx["work"] / run_name(arm, share, seed)
+        if arm == "plain-inverse-sqrt" and ctx["inverse_sqrt_run"]:
+            if not reusable_run(ctx["inverse_sqrt_run"], ctx["data"], args):
+                print(f"[{run_dir.name}] {ctx['inverse_sqrt_run']} is still training: "
+                      "rerun this command once it has finished", flush=True)
+                continue
+            run_dir = ctx["inverse_sqrt_run"]
+            print(f"[{run_dir.name}] reusing {run_dir}", flush=True)
+        else:
+            run_training(run_dir.name, ctx["data"], args, ctx["work"])
+        entry, curve = run_entry(arm, share, seed, run_dir, ctx, counts, update_freq)
+        rows = report.merge_summary(ctx["results"] / "summary.json", [entry])
+        runs_path = ctx["results"] / f"runs-{ctx['corpus']}.json"
+        runs = json.loads(runs_path.read_text()) if runs_path.exists() else {}
+        runs[run_name(arm, share, seed)] = {"entry": entry, "args": [str(t) for t in args],
+                                           "curve": curve}
+        runs_path.write_text(json.dumps(runs, indent=2, sort_keys=True) + "\n")
+        report.write_table(ctx["results"] / "README.md", rows)
+        report.plot_runs(runs, ctx["results"] / f"curves-{ctx['corpus']}.png")
+        print(f"[{run_dir.name}] valid loss {entry['valid_loss']} (reducible "
+              f"{entry['valid_reducible_loss']}), BLEU {entry['bleu']}, Boss tokens "
+              f"{entry['boss_tokens']}", flush=True)
+
+
+def parse_cli(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True, type=Path, help="prepared data directory")
+    p.add_argument("--config", required=True, help="configs/**/NAME.args name, or a path")
+    p.add_argument("--corpus", required=True,
+                   help="the corpus's name in summary.json (multi30k, multi30k-noisy, tatoeba)")
+    p.add_argument("--work", required=True, type=Path,
+                   help="work directory outside the repository: runs go in WORK/CORPUS/")
+    budget = p.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--budget-epochs", type=int, help="B in epochs of fairseq's batches")
+    budget.add_argument("--budget-updates", type=int, help="B in updates")
+    p.add_argument("--seed", type=int, nargs="+", default=[1], help="seeds (default: 1)")
+    p.add_argument("--arms", default=DEFAULT_ARMS,
+                   help=f"ARM@SHARE list, run in this order (default: {DEFAULT_ARMS})")
+    p.add_argument("--rule", action="append", type=parse_arm, default=[], metavar='NAME="ARGS"',
+                   help="an Assistant arm with these flags, at shares "
+                        f"{', '.join(map(str, RULE_SHARES))} unless --arms lists it")
+    p.add_argument("--inverse-sqrt-run", type=Path,
+                   help="a finished run of the same plain-inverse-sqrt command to reuse")
+    p.add_argument("--async", dest="sync", action="store_false",
+                   help="Assistant arms without --assistant-sync, the Assistant in its own "
+                        "process (not deterministic)")
+    p.add_argument("--skip-bleu", action="store_true", help="no test BLEU")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print B and every run's fairseq-train flags, train nothing")
+    p.add_argument("--extra-args", default="", help="more fairseq-train flags, every arm")
+    p.add_argument("--assistant-args", default="",
+                   help="more fairseq-train flags, every Assistant arm")
+    p.add_argument("--results", type=Path, default=REPO / "docs" / "results" / "converged",
+                   help="summary.json, runs-CORPUS.json and README.md go here")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--measure-budget" in argv:
+        return report.main(argv)
+    a = parse_cli(argv)
+    if not a.data.is_dir():
+        raise BenchmarkError(f"data directory not found: {a.data}")
+    tokens = read_args_file(find_config(a.config))
+    extra = shlex.split(a.extra_args)
+    rules = dict(a.rule)
+    taken = {"plain", "plain-inverse-sqrt", "default", "random"} & set(rules)
+    if taken:
+        raise BenchmarkError(f"--rule {sorted(taken)}: the name is an arm's; choose another")
+    plan = parse_arms(a.arms, rules)
+    ctx = {"data": a.data.resolve(), "tokens": tokens, "extra": extra, "corpus": a.corpus,
+           "work": (a.work / a.corpus).resolve(), "rules": {"default": [], **rules},
+           "sync": a.sync, "assistant_extra": shlex.split(a.assistant_args),
+           "skip_bleu": a.skip_bleu, "seeds": a.seed,
+           "budget_epochs": a.budget_epochs, "results": a.results.resolve(),
+           "inverse_sqrt_run": a.inverse_sqrt_run and a.inverse_sqrt_run.resolve()}
+    ctx["langs"] = data_langs(ctx["data"], tokens, extra)
+    if a.sync and any(arm not in PLAIN_ARMS for arm, _ in plan):
+        check_sync_available()
+    probe = build_run_args(tokens, "baseline", a.seed[0], ctx["work"],
+                           ["--max-epoch", str(a.budget_epochs or 1)], extra, [], ctx["langs"])
+    counts, update_freq = baseline_batches(ctx["data"], probe, a.seed[0])
+    ctx["B"] = (budget_updates(counts, update_freq, probe) if a.budget_epochs
+                else a.budget_updates)
+    ctx["floor_bits"] = floor_bits(ctx["data"], tokens + extra, ctx["langs"])
+    print(f"B = {ctx['B']} updates ({len(counts)} batches per epoch); label-smoothing floor "
+          f"{ctx['floor_bits']:.4f} bits; arms: "
+          + ", ".join(f"{arm}@{share}" for arm, share in plan), flush=True)
+    if a.dry_run:
+        for seed in a.seed:
+            for arm, share in plan:
+                rates = "<the default run's rates>" if arm == "random" else None
+                print(f"{run_name(arm, share, seed)}: "
+                      + shlex.join(map(str, arm_args(arm, share, seed, ctx, rates))))
+        return
+    ctx["work"].mkdir(parents=True, exist_ok=True)
+    for seed in a.seed:
+        run_seed(seed, plan, ctx)
+
+
+def _terminate(signum, frame):
+    raise SystemExit(f"fixed_budget.py: stopped by signal {signum}")
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _terminate)  # unwinds run_training, which stops its child
+    try:
+        main()
+    except BenchmarkError as err:
+        sys.exit(f"fixed_budget.py: error: {err}")

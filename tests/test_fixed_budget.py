@@ -1,0 +1,201 @@
+"""scripts/fixed_budget.py and fixed_budget_report.py: the arms' flags (a schedule that
+decays to zero at each arm's own budget), the summary merge, the matching budget share,
+the converged budget, and a resumable run of three arms on a tiny corpus."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from utils import REPO, TINY_TRANSFORMER
+
+sys.path.insert(0, str(REPO / "scripts"))
+import benchmark  # noqa: E402
+import fixed_budget  # noqa: E402
+import fixed_budget_report as report  # noqa: E402
+import run_reuse  # noqa: E402
+
+CONFIG = TINY_TRANSFORMER + [
+    "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt",
+    "--warmup-updates", "4", "--warmup-init-lr", "1e-07", "--criterion",
+    "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--max-tokens", "600",
+    "--max-epoch", "3", "--num-workers", "0", "--keep-last-epochs", "2"]
+
+
+def _ctx(tmp_path, sync=True):
+    return {"tokens": CONFIG, "extra": [], "langs": ("src", "tgt"), "work": tmp_path,
+            "B": 100, "budget_epochs": 3, "sync": sync, "rules": {"default": []},
+            "assistant_extra": ["--assistant-window", "256"]}
+
+
+def test_every_arm_decays_its_learning_rate_to_zero_at_its_own_budget(tiny_data, tmp_path):
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from fairseq.optim import build_optimizer
+    from fairseq.optim.lr_scheduler import build_lr_scheduler
+    import torch
+
+    ctx = _ctx(tmp_path)
+    for arm, share, kind in (("plain", 0.7, "translation"), ("default", 0.55,
+                                                             "autoassist_translation"),
+                             ("random", 0.7, "autoassist_translation")):
+        args = fixed_budget.arm_args(arm, share, 1, ctx, "1.0,0.8")
+        assert benchmark.get_flag(args, "--task") == kind
+        assert benchmark.get_flag(args, "--max-update") == str(round(100 * share))
+        assert benchmark.get_flag(args, "--max-epoch") is None
+        assert args.count("--lr-scheduler") == 1
+        assert (benchmark.get_flag(args, "--warmup-updates"), benchmark.get_flag(args, "--lr"),
+                benchmark.get_flag(args, "--warmup-init-lr")) == ("4", "0.005", "1e-07")
+        assert ("--assistant-sync" in args) == (arm != "plain"), arm
+        assert ("--assistant-window" in args) == (arm != "plain"), arm
+        assert str(tmp_path / fixed_budget.run_name(arm, share, 1)) in " ".join(args)
+    # fairseq's own scheduler under plain's flags (the other arms' schedule flags are the
+    # same): peak --lr after the warm-up, about 0 at the end of the arm's budget
+    schedule = ("--lr-scheduler", "--lr", "--min-lr", "--warmup-updates", "--warmup-init-lr")
+    flags = {arm: run_reuse.flag_values(fixed_budget.arm_args(arm, 0.7, 1, ctx, "0.9"))
+             for arm in ("plain", "default", "random")}
+    for arm in ("default", "random"):
+        assert [flags[arm][f] for f in schedule] == [flags["plain"][f] for f in schedule]
+    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(
+        options.get_training_parser(), [str(tiny_data)] + fixed_budget.arm_args("plain", 0.7,
+                                                                                1, ctx)))
+    optimizer = build_optimizer(cfg.optimizer, [torch.nn.Parameter(torch.zeros(1))])
+    scheduler = build_lr_scheduler(cfg.lr_scheduler, optimizer)
+    assert scheduler.step_update(4) == pytest.approx(0.005)
+    assert scheduler.step_update(35) < 0.005
+    # the trainer sets the lr of update n + 1 after update n: the last update (number 70)
+    # trains at the value set after update 69, the end of the half cosine
+    assert 0 < scheduler.step_update(69) < 1e-3 * 0.005
+    assert "--assistant-sync" not in fixed_budget.arm_args("default", 0.7, 1, _ctx(tmp_path,
+                                                                                  False))
+    assert "--assistant-random-rates" in fixed_budget.arm_args("random", 0.7, 1, ctx, "0.9")
+    inverse = fixed_budget.arm_args("plain-inverse-sqrt", 1.0, 1, ctx)
+    assert benchmark.get_flag(inverse, "--lr-scheduler") == "inverse_sqrt"
+    assert benchmark.get_flag(inverse, "--max-epoch") == "3"
+    assert "--keep-last-epochs" not in inverse  # every epoch kept, as the long baseline's
+
+
+def test_a_long_run_of_another_session_is_reused_only_for_the_same_command(tmp_path):
+    args = ["--task", "translation", "--max-epoch", "3", "--seed", "1", "--save-dir", "/a"]
+    run = tmp_path / "long"
+    (run / "checkpoints").mkdir(parents=True)
+    header = benchmark.HEADER + "python -m fairseq_cli.train /data " + " ".join(
+        args[:-1]) + " /b/checkpoints\n"
+    (run / "train.log").write_text(header + "epoch 001 | ...\n")
+    assert run_reuse.reusable_run(run, "/data", args) is False  # still training
+    (run / "train.log").write_text(header + "done training in 9.0 seconds\n")
+    (run / "checkpoints" / "checkpoint_last.pt").write_bytes(b"")
+    assert run_reuse.reusable_run(run, "/data", args) is True
+    with pytest.raises(benchmark.BenchmarkError, match="trained another command"):
+        run_reuse.reusable_run(run, "/other-data", args)
+    with pytest.raises(benchmark.BenchmarkError, match="trained another command"):
+        run_reuse.reusable_run(run, "/data", args[:3] + ["4"] + args[4:])
+    # a run started by fairseq-train itself: the configuration it logged
+    (run / "train.log").write_text(
+        "2026 | INFO | fairseq_cli.train | {'_name': None, 'model': Namespace(data='/data', "
+        "max_epoch=3, lr=[0.002], seed=1, task='translation', save_dir='/b')}\n"
+        "done training in 9.0 seconds\n")
+    assert run_reuse.reusable_run(run, "/data", args + ["--lr", "0.002"]) is True
+    with pytest.raises(benchmark.BenchmarkError, match=r"--max-epoch 4 \(logged: 3\)"):
+        run_reuse.reusable_run(run, "/data", args[:3] + ["4"] + args[4:])
+
+
+def test_arms_list_keeps_its_order_and_rejects_unknown_arms():
+    assert fixed_budget.parse_arms("plain@1.0,default@0.7")[:2] == [("plain", 1.0),
+                                                                    ("default", 0.7)]
+    rules = fixed_budget.parse_arms("plain@1.0", ["reducible"])
+    assert rules == [("plain", 1.0)] + [("reducible", s) for s in fixed_budget.RULE_SHARES]
+    for bad in ("plain", "foo@0.7", "default@0", "default@x"):
+        with pytest.raises(benchmark.BenchmarkError, match="expected ARM@SHARE"):
+            fixed_budget.parse_arms(bad)
+
+
+def entry(arm, share, loss, bleu, seed=1, corpus="multi30k"):
+    return {"corpus": corpus, "seed": seed, "arm": arm, "budget_share": share,
+            "valid_loss": loss, "valid_reducible_loss": loss - 1.8, "bleu": bleu,
+            "boss_tokens": int(share * 1e6)}
+
+
+def test_summary_merge_replaces_the_same_run_and_keeps_the_others(tmp_path):
+    path = tmp_path / "converged" / "summary.json"
+    report.merge_summary(path, [entry("plain", 1.0, 4.0, 37.0), entry("default", 0.7, 4.1, 36)])
+    rows = report.merge_summary(path, [entry("default", 0.7, 3.9, 37.5),
+                                       entry("plain", 1.0, 4.2, 35.0, corpus="tatoeba")])
+    assert rows == json.loads(path.read_text())
+    assert len(rows) == 3
+    assert [r["valid_loss"] for r in rows if r["arm"] == "default"] == [3.9]
+    with pytest.raises(ValueError, match="lacks"):
+        report.merge_summary(path, [{"corpus": "multi30k", "seed": 1}])
+
+
+def test_matching_share_is_the_smallest_share_within_loss_and_bleu_margin():
+    rows = [entry("plain", 1.0, 4.00, 37.0), entry("plain", 0.7, 4.05, 36.9),
+            entry("default", 0.55, 4.01, 37.0), entry("default", 0.7, 3.99, 36.75),
+            entry("default", 0.85, 3.95, 37.2), entry("random", 0.7, 3.99, 36.6),
+            entry("plain", 1.0, 4.5, 30.0, seed=2), entry("default", 0.7, 4.4, None, seed=2)]
+    shares = report.matching_shares(rows)
+    assert shares[("multi30k", 1, "default")] == 0.7  # 0.55: loss 0.01 higher
+    assert shares[("multi30k", 1, "plain")] is None  # 0.7: loss higher
+    assert shares[("multi30k", 1, "random")] is None  # BLEU 0.4 below
+    assert shares[("multi30k", 2, "default")] is None  # no BLEU: not a match
+    table = report.summary_table(rows)
+    assert "| multi30k | 1 | default | 0.55 |" in table and "0.70 B |" in table
+
+
+def test_converged_budget_from_the_last_fifth_improvement(tmp_path):
+    # loss 10 / sqrt(epoch) until epoch 8, flat at epoch 10 after a dip at 6 (100 updates each)
+    losses = {1: 10, 2: 7, 3: 6, 4: 5.5, 5: 5.2, 6: 5.0, 7: 4.9, 8: 4.88, 9: 4.87, 10: 4.865}
+    curve = [{"epoch": e, "updates": 100 * e, "valid_loss": v} for e, v in losses.items()]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"curves": {"baseline-s1": curve}}))
+    rows = report.last_fifth_improvements(report.read_curve(results))
+    assert rows[0][3] is None  # 80 updates: before the first validation
+    assert rows[4][3] == pytest.approx((5.5 - 5.2) / 5.5)  # 0.8 * 500 = 400
+    first, lasting = report.converged_budget(rows, 0.01)
+    assert (first[0], lasting[0]) == (9, 9)
+    assert report.converged_budget(rows, 0.001) == (None, None)
+    with pytest.raises(benchmark.BenchmarkError, match="no curve 'x'"):
+        report.read_curve(results, "x")
+
+
+def test_readme_table_is_rewritten_between_its_markers_only(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# Converged\n\n## Oracle curve\n\nkept text\n")
+    report.write_table(readme, [entry("plain", 1.0, 4.0, 37.0)])
+    report.write_table(readme, [entry("plain", 1.0, 4.0, 37.0), entry("plain", 0.7, 4.1, 36)])
+    text = readme.read_text()
+    assert text.count(report.TABLE_START) == 1 and "kept text" in text
+    assert "| multi30k | 1 | plain | 0.70 |" in text
+
+
+def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_path):
+    config = tmp_path / "tiny.args"
+    config.write_text(" ".join(CONFIG) + "\n")
+    cmd = [sys.executable, REPO / "scripts" / "fixed_budget.py", "--data", tiny_data,
+           "--config", config, "--corpus", "multi30k", "--work", tmp_path / "work",
+           "--budget-updates", "12", "--arms", "default@0.5,random@0.5",
+           "--skip-bleu", "--results", tmp_path / "results",
+           "--extra-args", "--log-interval 2", "--assistant-args", "--assistant-window 256"]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads((tmp_path / "results" / "summary.json").read_text())
+    assert {(r["arm"], r["budget_share"]) for r in rows} == {("default", 0.5), ("random", 0.5)}
+    for r in rows:
+        assert r["valid_reducible_loss"] < r["valid_loss"] and r["boss_tokens"] > 0
+        assert r["updates"] == round(12 * r["budget_share"])
+    work = tmp_path / "work" / "multi30k"
+    default_log = (work / "default-0.50B-s1" / "train.log").read_text()
+    assert "--assistant-sync" in default_log.split("\n", 1)[0]  # deterministic mode
+    rates = benchmark.random_rates(benchmark.parse_log(default_log), default_log)
+    assert f"--assistant-random-rates {rates}" in (work / "random-0.50B-s1" /
+                                                   "train.log").read_text()
+    assert "Fixed-budget comparisons" in (tmp_path / "results" / "README.md").read_text()
+    assert (tmp_path / "results" / "curves-multi30k.png").stat().st_size > 0
+    # rerunning the command reuses every finished run
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=200, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("finished before: reusing") == 2, proc.stdout
+    assert json.loads((tmp_path / "results" / "summary.json").read_text()) == rows
