@@ -27,7 +27,7 @@ replaced by a fresh Assistant. Versions:
 import logging
 from typing import Optional
 
-import numpy as np
+from .batch_stream import COUNTERS
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +123,8 @@ def _from_v1(saved: dict) -> dict:
     return {"version": VERSION, "world_size": saved.get("world_size", len(ranks)),
             "epoch": saved["epoch"], "offset": saved.get("offset") or 0,
             "num_batches": saved.get("num_batches"), "ranks": ranks or None,
-            "totals": saved.get("totals"), "wait_seconds": 0.0,
+            "totals": {k: v for k, v in (saved.get("totals") or {}).items() if k in COUNTERS},
+            "wait_seconds": float((saved.get("totals") or {}).get("wait_seconds", 0.0)),
             "batches_done": saved.get("batches_done", 0)}
 
 
@@ -152,16 +153,16 @@ def _from_v3(saved: dict, generator) -> dict:
 def _generator_from_v3(state: dict, generator, rank: int) -> dict:
     state = dict(state)
     version = state.pop("version", None)
+    if "deferred" in state:  # accepted pairs not batched yet; named "carried" since 3ab4c61
+        state["carried"] = state.pop("deferred")
+        state["carried_weights"] = state.pop("deferred_weights")
     if version == 3:
-        deferred = np.asarray(state.pop("deferred", np.zeros(0, np.int64)))
-        weights = state.pop("deferred_weights", np.zeros(0, np.float32))
-        if int(state.get("next_window", 0)) != 0 or len(deferred):
+        if int(state.get("next_window", 0)) != 0 or len(state.get("carried", ())):
             raise CheckpointSchemaError(
                 f"rank {rank}'s batch plan was saved in the middle of data pass "
                 f"{state.get('epoch')} by a version whose windows were slices of the length "
                 "order (generator state 3): this version visits a pass in another order and "
                 f"cannot finish that one without repeating or skipping pairs; {_RESET}")
-        state["carried"], state["carried_weights"] = deferred, weights
     elif version != 4:
         raise CheckpointSchemaError(f"rank {rank}'s batch generator state has version "
                                     f"{version!r} inside AutoAssist state version 3, which "
