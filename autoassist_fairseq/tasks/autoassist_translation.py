@@ -25,7 +25,9 @@ from ..assistant import Assistant, AssistantHParams
 from ..assistant.process import AssistantProcess
 from ..data.batch_generator import BatchGenerator
 from ..data.batch_iterator import AutoAssistEpochBatchIterator
-from ..features.store import FeatureStore, build_command, dataset_fingerprint, feature_prefix
+from ..features.build import dataset_prefix
+from ..features.store import (FeatureStore, build_command, dataset_fingerprint, feature_prefix,
+                              token_files, token_fingerprint)
 from ..losses import BossLosses, capture_token_losses, check_criterion, sentence_losses
 from .language_pair import check_language_pair
 
@@ -176,8 +178,11 @@ class AutoAssistTranslationTask(TranslationTask):
         fingerprint = dataset_fingerprint(
             stored_sizes(dataset.src), stored_sizes(dataset.tgt),
             [f"{data_path}/dict.{src}.txt", f"{data_path}/dict.{tgt}.txt"])
+        tokens = token_fingerprint(token_files(
+            [dataset_prefix(data_path, split, src, tgt, lang) for lang in (src, tgt)]))
         store = FeatureStore.open(prefix, fingerprint=fingerprint, num_rows=len(dataset),
-                                  rebuild_hint=build_command(data_path, split, src, tgt))
+                                  rebuild_hint=build_command(data_path, split, src, tgt, prefix),
+                                  tokens=tokens)
         logger.info(f"AutoAssist features: {prefix} ({store.num_rows} pairs, dim {store.dim})")
         self.hparams.pair_checks = self._use_pair_checks(store)
         return store
