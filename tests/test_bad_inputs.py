@@ -10,7 +10,7 @@ import pytest
 
 from autoassist_fairseq.features import build
 from autoassist_fairseq.features.store import FeatureStore
-from utils import USER_DIR
+from task_helpers import fairseq_task
 
 PREFIX = "train.src-tgt.autoassist"
 
@@ -21,21 +21,8 @@ def data(tiny_data, tmp_path):
     return shutil.copytree(tiny_data, tmp_path / "data-bin")
 
 
-def _task(data, *extra):
-    """The task as fairseq-train sets it up (user dir, defaults), in this process."""
-    from fairseq import options, tasks, utils
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(data), "--user-dir", USER_DIR, "--task", "autoassist_translation", "--arch",
-        "transformer", "--max-tokens", "600", "--cpu", *extra])
-    cfg = convert_namespace_to_omegaconf(args)
-    utils.import_user_module(cfg.common)
-    return tasks.setup_task(cfg.task)
-
-
 def _open_features(data, *extra):
-    _task(data, *extra).load_dataset("train")
+    fairseq_task(data, *extra).load_dataset("train")
 
 
 def test_features_of_other_text_with_the_same_lengths_are_refused(data):

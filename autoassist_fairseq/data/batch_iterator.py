@@ -93,7 +93,17 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         return self.epoch
 
     def next_epoch_itr(self, shuffle=True, fix_batches_to_gpus=False, set_dataset_epoch=True):
-        """Agree on this epoch's batch count with every rank and return its iterator."""
+        """Agree on this epoch's batch count with every rank and return its iterator.
+
+        ``fix_batches_to_gpus`` always holds: each rank draws from its own shard, fixed for
+        the run. ``shuffle=False`` (fairseq's ``--curriculum``: epochs in length order) is
+        refused: the Assistant's batches come from windows of random pairs.
+        """
+        if not shuffle:
+            raise ValueError("--curriculum asks for the first epochs in fairseq's length "
+                             "order, which AutoAssist batches (cut from windows of random "
+                             "pairs) cannot follow: drop --curriculum with --task "
+                             "autoassist_translation")
         self._batches_before = self.batches_done
         self.epoch = self.next_epoch_idx
         self._cur_epoch_itr = None
@@ -189,7 +199,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         """Batches in this epoch: the same on every rank, computed from every rank's view."""
         client = self.client
         rate = 1.0 if (client.uniform or client.annealing) else self.stream.rate.value
-        mine = {"full": self.generator.epoch_batch_count(self.epoch), "rate": rate,
+        mine = {"full": self.generator.epoch_batch_count(self._data_pass()), "rate": rate,
                 "batches": self.batches_done, "failure": client.failure}
         views = self.all_gather(mine)
         if any(v["failure"] for v in views):  # every rank stops together
@@ -200,6 +210,11 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                                "their collectives would hang; please report this, and "
                                "relaunch with --reset-dataloader")
         return agree_num_batches(views)
+
+    def _data_pass(self) -> int:
+        """The data pass the stream is in (an epoch may span two; a fresh run: 1)."""
+        state = self.stream.gen_state
+        return int(state["epoch"]) if state is not None and state["epoch"] >= 1 else self.epoch
 
     def stop_on_failure(self) -> None:
         self.client.stop_on_failure()

@@ -220,6 +220,7 @@ class AutoAssistTranslationTask(TranslationTask):
                 required_batch_size_multiple=required_batch_size_multiple, seed=seed,
                 num_shards=num_shards, shard_id=shard_id, num_workers=num_workers,
                 epoch=epoch, data_buffer_size=data_buffer_size, **kwargs)
+        _refuse_batching_flags(kwargs)
         if self.train_iterator is not None and self.train_iterator.dataset is dataset:
             return self.train_iterator  # one iterator, one Assistant, for the whole run
         carry = None
@@ -398,6 +399,30 @@ _AVERAGED = {"accuracy": "aa_acc", "chance": "aa_acc_base", "threshold": "aa_T",
              "lambda": "aa_lambda", "unlearnable": "aa_unlearnable"}
 _COUNTED = {"dropped_losses": "aa_dropped", "nonfinite": "aa_nonfinite"}
 _LOGGED = _SUMMED + tuple(_AVERAGED) + tuple(_COUNTED) + ("failed", "n")
+
+
+# fairseq's batching flags the Assistant's iterator cannot honour, and why; the others are
+# honoured (--fix-batches-to-gpus holds by construction: a rank's shard is fixed for the run)
+_REFUSED = {
+    "skip_remainder_batch": "--skip-remainder-batch drops the last, smaller batch of each "
+                            "rank's epoch so that the ranks stay in step; AutoAssist epochs "
+                            "are an agreed number of full batches on every rank, so there is "
+                            "no such batch, and dropping one would leave its pairs out",
+    "grouped_shuffling": "--grouped-shuffling shuffles groups of length-sorted batches so "
+                         "that the ranks get similar lengths; AutoAssist batches are cut from "
+                         "windows of random pairs on each rank",
+    "update_epoch_batch_itr": "--update-epoch-batch-itr rebuilds the train iterator every "
+                              "epoch; the AutoAssist iterator holds the Assistant and its "
+                              "batch plan for the whole run",
+}
+
+
+def _refuse_batching_flags(kwargs: dict) -> None:
+    """Raise, naming the flag and why, for a fairseq batching flag that is set but that
+    AutoAssist batches cannot honour (silently ignoring it would train something else)."""
+    for name, why in _REFUSED.items():
+        if kwargs.get(name):
+            raise ValueError(f"{why}: drop it with --task autoassist_translation")
 
 
 def stored_sizes(dataset) -> Optional[np.ndarray]:
