@@ -13,6 +13,8 @@ import traceback
 
 from threadpoolctl import threadpool_limits
 
+from ..proctitle import set_title
+
 from .messages import (POLL_INTERVAL, STOP, AssistantError, BeginEpoch, LoadState, LossMsg,
                        StateRequest)
 
@@ -21,7 +23,7 @@ _MAX_LOSS_MSGS_PER_TURN = 64
 
 
 def run(make_assistant, make_generator, boss_q, loss_q, control_q, reply_q, stop_event,
-        parent_pid):
+        parent_pid, rank=0):
     """Entry point of the child process (see :class:`AssistantProcess`).
 
     Args:
@@ -30,6 +32,7 @@ def run(make_assistant, make_generator, boss_q, loss_q, control_q, reply_q, stop
     """
     # Ctrl-C reaches the whole process group: let the Boss decide when it stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    set_title(f"autoassist-assistant (rank {rank})", f"aa-assistant-{rank}")
     try:
         _single_threaded()
         assistant, generator = make_assistant(), make_generator()

@@ -48,9 +48,12 @@ class AssistantProcess:
             reader thread's hand, one waiting in the process) (default: 4).
         loss_queue_size (int, optional): loss messages that may wait for the Assistant
             (default: 64).
+        rank (int, optional): the Boss worker's rank, in the process title
+            ``autoassist-assistant (rank R)`` (default: 0).
     """
 
-    def __init__(self, make_assistant, make_generator, boss_queue_size=4, loss_queue_size=64):
+    def __init__(self, make_assistant, make_generator, boss_queue_size=4, loss_queue_size=64,
+                 rank=0):
         if boss_queue_size < 1 or loss_queue_size < 1:
             raise ValueError(f"boss_queue_size and loss_queue_size must be >= 1, got "
                              f"{boss_queue_size} and {loss_queue_size}")
@@ -68,9 +71,9 @@ class AssistantProcess:
         self._died_at = None  # when the Boss first saw the process dead
         self._owner = os.getpid()
         self.proc = ctx.Process(
-            target=_worker.run, name="autoassist-assistant", daemon=True,
+            target=_worker.run, name=f"autoassist-assistant-{rank}", daemon=True,
             args=(make_assistant, make_generator, windows_q, self.loss_q, self.control_q,
-                  replies_q, self.stop_event, os.getpid()))
+                  replies_q, self.stop_event, os.getpid(), rank))
         self.proc.start()
         # Only the child writes to these: with the parent's write ends closed, the pipe
         # reports its end (EOFError) as soon as the child is gone, even mid-message.

@@ -12,6 +12,7 @@ the training thread at a point every rank reaches in the same order: the start o
 epoch, the training step before a checkpoint, and the start of validation.
 """
 
+import functools
 import logging
 from typing import Callable, List, Optional
 
@@ -20,6 +21,7 @@ import torch
 from fairseq.data.iterators import BufferedIterator, CountingIterator, EpochBatchIterating
 
 from ..assistant.process import AssistantProcess
+from ..proctitle import set_title
 from .assistant_client import AssistantClient
 from .batch_generator import BatchGenerator, weights_of
 from .batch_stream import BatchStream, StreamState, agree_num_batches
@@ -329,10 +331,15 @@ class _Collated:
         itr = self.itr
         loader = torch.utils.data.DataLoader(
             itr.dataset, batch_sampler=self._batches(), collate_fn=itr.collate_fn,
-            num_workers=itr.num_workers)
+            num_workers=itr.num_workers,
+            worker_init_fn=functools.partial(_title_loader, itr.shard_id))
         for k, sample in enumerate(loader):
             ids, weights = itr.stream.issued[k]
             yield _tag(sample, ids, weights)
+
+
+def _title_loader(rank: int, worker: int) -> None:
+    set_title(f"autoassist-loader (rank {rank}, worker {worker})", f"aa-loader-{rank}-{worker}")
 
 
 def _tag(sample: dict, ids: np.ndarray, weights: Optional[np.ndarray]) -> dict:

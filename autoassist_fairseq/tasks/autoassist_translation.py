@@ -243,7 +243,7 @@ class AutoAssistTranslationTask(TranslationTask):
         start_process = functools.partial(
             AssistantProcess, functools.partial(Assistant, self.features, self.hparams),
             make_generator, boss_queue_size=self.cfg.assistant_boss_queue_size,
-            loss_queue_size=self.cfg.assistant_loss_queue_size)
+            loss_queue_size=self.cfg.assistant_loss_queue_size, rank=shard_id)
         self.train_iterator = AutoAssistEpochBatchIterator(
             dataset, dataset.collater, make_generator(), start_process, epoch=epoch,
             fallback=self.cfg.assistant_fallback, num_shards=num_shards, shard_id=shard_id,
