@@ -122,12 +122,12 @@ class BossLosses:
 
     The copy to the CPU is started without blocking (into pinned memory, on a GPU) when a
     step's losses are held, and they are handed over by a later step once the copy is done,
-    so the Boss's step never waits for the device. The dataset ids come from the batch plan
-    (``sample["autoassist"]["ids"]``), already on the CPU.
+    so the Boss's step never waits for the device. The dataset ids and the batch's run-wide
+    number come from the batch plan (``sample["autoassist"]``), already on the CPU.
     """
 
     def __init__(self, recent: int = 64):
-        self._held = deque()  # (ids, cpu losses, cuda event or None), oldest first
+        self._held = deque()  # (ids, cpu losses, cuda event or None, seq), oldest first
         self._recent = deque(maxlen=recent)  # batches seen lately (fairseq's --amp retry)
 
     def hold(self, meta: dict, losses: torch.Tensor) -> bool:
@@ -144,20 +144,21 @@ class BossLosses:
             event.record()
         else:
             copy = losses.detach()
-        self._held.append((meta["ids"], copy, event))
+        self._held.append((meta["ids"], copy, event, int(meta["seq"])))
         return False
 
     def ready(self, keep_last: bool = True, wait: bool = False):
-        """Yield ``(ids, losses)`` numpy pairs whose copy is done; by default the newest is
-        kept for a later step. *wait* blocks until every copy is done (before a save)."""
+        """Yield ``(ids, losses, seq)`` of the batches whose copy is done, in training order;
+        by default the newest is kept for a later step. *wait* blocks until every copy is
+        done (before a save)."""
         while len(self._held) > (1 if keep_last else 0):
-            ids, copy, event = self._held[0]
+            ids, copy, event, seq = self._held[0]
             if event is not None and not event.query():
                 if not wait:
                     return
                 event.synchronize()
             self._held.popleft()
-            yield ids, copy.numpy().astype(np.float64)
+            yield ids, copy.numpy().astype(np.float64), seq
 
 
 def per_sentence_loss(token_losses: torch.Tensor, sample: dict, padding_idx: int):

@@ -940,6 +940,10 @@ def parse_cli(argv):
     p.add_argument("--variant", default="", help="name of these --autoassist-args: runs "
                    "autoassist-NAME-s<seed> and random-NAME-s<seed>, writes results-NAME.*, "
                    "shares the baseline runs")
+    p.add_argument("--async", dest="async_arms", action="store_true",
+                   help="run the AutoAssist arms with the Assistant in its own process, as "
+                        "plain use does (default: --assistant-sync, so that a rerun trains the "
+                        "same batches and two arms differ by their rules, not by timing)")
     p.add_argument("--no-random", action="store_true",
                    help="leave out the random-skip control arm")
     p.add_argument("--skip-bleu", action="store_true",
@@ -1126,6 +1130,9 @@ def main(argv=None):
             raise BenchmarkError(f"--arm {name}: the name is taken (baseline, autoassist*, "
                                  "random*) or given twice: choose another")
         arms[name] = arm_args
+    if not a.async_arms:  # runs that repeat exactly: margins are not timing noise
+        arms = {name: args + ["--assistant-sync"] * ("--assistant-sync" not in args)
+                for name, args in arms.items()}
     labels = a.noise_labels or (data / "train.noise-labels")
     if a.noise_labels and not labels.exists():
         raise BenchmarkError(f"--noise-labels {labels} not found")

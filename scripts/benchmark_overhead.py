@@ -2,7 +2,7 @@
 """The Assistant's overhead on the Boss: seconds per million Boss tokens, with and without it.
 
     python scripts/benchmark_overhead.py --data DIR --config NAME --out FILE.json
-        [--updates 300] [--repeats 3] [--seed 1] [--extra-args "..."]
+        [--updates 300] [--repeats 3] [--seed 1] [--extra-args "..."] [--autoassist-args "..."]
 
 Runs, alternating within one invocation on the same data, config and seed: ``--task
 translation`` (fairseq's uniform batches) and ``--task autoassist_translation
@@ -78,7 +78,8 @@ def measure(arm, rep, ctx):
     args = benchmark.build_run_args(
         ctx["tokens"], "baseline" if arm == "translation" else arm, ctx["seed"],
         ctx["work"] / name / "checkpoints", ["--max-update", str(ctx["updates"])],
-        ctx["extra"] + ["--no-save", "--disable-validation"], ARMS[arm], ctx["langs"])
+        ctx["extra"] + ["--no-save", "--disable-validation"],
+        ARMS[arm] + (ctx["autoassist_args"] if arm != "translation" else []), ctx["langs"])
     records = benchmark.parse_log(benchmark.run_training(name, ctx["data"], args, ctx["work"]))
     last = max((r for r in records if r["tag"] == "train"), key=lambda r: r["num_updates"],
                default={})
@@ -109,6 +110,8 @@ def parse_cli(argv):
                    help="runs of each arm, alternating (default: 3)")
     p.add_argument("--seed", type=int, default=1, help="seed of every run (default: 1)")
     p.add_argument("--extra-args", default="", help="more fairseq-train flags, both arms")
+    p.add_argument("--autoassist-args", default="",
+                   help="more flags of the AutoAssist arm only (e.g. --assistant-sync)")
     p.add_argument("--boss-threads", type=int, default=None,
                    help="torch threads of the Boss in both arms (default: torch's own choice)")
     p.add_argument("--work", type=Path, default=None,
@@ -135,6 +138,7 @@ def main(argv=None):
         probe = benchmark.build_run_args(tokens, "baseline", a.seed, work, [], extra, [], langs)
         counts, update_freq = benchmark.baseline_batches(data, probe, a.seed)
         ctx = {"data": data, "tokens": tokens, "extra": extra, "langs": langs, "seed": a.seed,
+               "autoassist_args": shlex.split(a.autoassist_args),
                "updates": a.updates, "work": work, "counts": counts, "update_freq": update_freq}
         runs = {arm: [] for arm in ARMS}
         for rep in range(a.repeats):

@@ -53,7 +53,7 @@ def test_epochs_take_fixed_counts_and_skip_for_good(sizes):
         count = agree_num_batches([{"full": full, "rate": stream.rate.value}])
         stream.begin_epoch()
         for _ in range(count):
-            ids, _ = stream.next_batch(source)
+            ids = stream.next_batch(source).ids
             trained.setdefault(passes.pop(0), []).append(ids)
         assert len(stream.issued) == count
         if epoch > 1:  # the rate is known after the first windows: epochs shrink
@@ -86,15 +86,18 @@ def test_state_at_a_consumed_count_resumes_exactly(sizes, reweight):
     restored = BatchStream(_gen(sizes), reweight=reweight)
     restored.restore(StreamState(**vars(state)))
     again = [restored.next_batch(_source(gen2)) for _ in range(len(rest))]
-    assert [ids.tolist() for ids, _ in again] == [ids.tolist() for ids, _ in rest]
+    assert [b.ids.tolist() for b in again] == [b.ids.tolist() for b in rest]
+    # each batch keeps its run-wide number (its losses name it to the Assistant)
+    assert [b.seq for b in again] == [b.seq for b in rest]
+    assert [b.seq for b in issued + rest[15:]] == list(range(len(issued) + len(rest) - 15))
     # the next epoch's batch count comes from the rate estimate: it must resume too
     assert list(restored.rate.recent) == list(stream.rate.recent)
     if reweight:
-        for (_, w1), (ids, w2) in zip(rest, again):
+        for (_, w1, _), (ids, w2, _) in zip(rest, again):
             assert w2.tolist() == w1.tolist()
             assert set(np.round(1 / w2.astype(np.float64), 5).tolist()) <= {0.3, 0.9}  # 1/P
     else:
-        assert all(w is None for _, w in again)
+        assert all(b.weights is None for b in again)
 
 
 def test_windows_of_an_old_generation_are_dropped(sizes):

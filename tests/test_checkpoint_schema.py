@@ -68,9 +68,11 @@ def test_every_shipped_layout_resumes_with_its_assistant(name, iterators, caplog
     assert restored["stats"]["updates"] == rank["stats"]["updates"]
     np.testing.assert_array_equal(restored["assistant"]["model"]["theta"],
                                   rank["assistant"]["model"]["theta"])
-    first = next(epoch)["id"].tolist()
+    sample = next(epoch)
+    first = sample["id"].tolist()
     if rank.get("stream") is not None:  # the saved batch plan goes on exactly
         assert first == rank["stream"]["pending"][0].tolist()
+        assert sample["autoassist"]["seq"] == 6  # numbered after the 6 batches trained
     else:
         assert "comes from a fresh data pass" in caplog.text
     assert sum(1 for _ in epoch) == len(epoch) - 7
@@ -88,8 +90,8 @@ def _current_state(iterators):
     epoch = itr.next_epoch_itr()
     rng = np.random.default_rng(0)
     for _ in range(6):
-        ids = next(epoch)["id"].numpy()
-        itr.report_losses(ids, rng.random(len(ids)) * 5)
+        sample = next(epoch)
+        itr.hold_losses(sample["autoassist"], torch.from_numpy(rng.random(len(sample["id"])) * 5))
     return itr.state_dict()
 
 

@@ -8,23 +8,24 @@ from autoassist_fairseq.losses import BossLosses, sentence_losses
 
 def test_losses_are_handed_over_one_step_late_and_flushed_on_demand():
     held = BossLosses()
-    first, second = {"ids": np.array([3, 1])}, {"ids": np.array([7])}
+    first, second = {"ids": np.array([3, 1]), "seq": 0}, {"ids": np.array([7]), "seq": 1}
     assert held.hold(first, torch.tensor([0.5, 1.5])) is False
     assert list(held.ready()) == []  # the newest stays until a later step
     held.hold(second, torch.tensor([2.0]))
     out = list(held.ready())
     assert len(out) == 1 and out[0][0].tolist() == [3, 1] and out[0][1].tolist() == [0.5, 1.5]
+    assert out[0][2] == 0  # the batch's number travels with its losses
     flushed = list(held.ready(keep_last=False, wait=True))
-    assert [ids.tolist() for ids, _ in flushed] == [[7]]
+    assert [(ids.tolist(), seq) for ids, _, seq in flushed] == [([7], 1)]
 
 
 def test_a_retried_batch_is_reported_once():
     """fairseq's --amp retries an update with the same samples after an overflow."""
     held = BossLosses()
-    meta = {"ids": np.array([4, 5])}
+    meta = {"ids": np.array([4, 5]), "seq": 0}
     assert held.hold(meta, torch.tensor([float("inf"), 2.0])) is False
     assert held.hold(meta, torch.tensor([1.0, 2.0])) is True  # the retry: not kept again
-    assert [ids.tolist() for ids, _ in held.ready(keep_last=False)] == [[4, 5]]
+    assert [ids.tolist() for ids, _, _ in held.ready(keep_last=False)] == [[4, 5]]
 
 
 def test_sentence_loss_is_the_mean_over_real_target_tokens():

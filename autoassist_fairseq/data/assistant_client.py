@@ -1,9 +1,11 @@
-"""The Boss's handle on its Assistant: the process, its stream of windows, and failures.
+"""The Boss's handle on its Assistant: the source of its windows, and failures.
 
-``AssistantClient`` starts the :class:`AssistantProcess`, (re)starts its stream of windows
-where the Boss's :class:`BatchStream` stands, hands the windows out, relays losses and state
-requests, checks at every training step that the process is alive, and on a failure falls
-back to windows made on the Boss's side with every pair accepted (uniform batches). With
+``AssistantClient`` starts the source of windows (the :class:`AssistantProcess`, or with
+``--assistant-sync`` a :class:`~.local_source.LocalSource` in the Boss's process),
+(re)starts its stream of windows where the Boss's :class:`BatchStream` stands, hands the
+windows out, relays losses and state requests, checks at every training step that the
+process is alive, and on a failure falls back to a local source that accepts every pair
+(uniform batches). With
 ``--assistant-fallback error`` a failure stops the run: at once on one worker; on many, it is
 recorded and every rank stops at the same update (see the task's ``reduce_metrics``), so no
 rank is left waiting in a collective.
@@ -12,12 +14,13 @@ rank is left waiting in a collective.
 import logging
 import threading
 import time
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Union
 
 from ..assistant.messages import BeginEpoch, LoadState
 from ..assistant.process import AssistantDied, AssistantProcess
 from .batch_generator import BatchGenerator
 from .batch_stream import BatchStream
+from .local_source import LocalSource
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +34,8 @@ class AssistantClient:
     """One worker's Assistant, seen from the Boss.
 
     Args:
-        start_process (callable): starts the :class:`AssistantProcess`.
+        start_source (callable): starts the source of windows: an
+            :class:`AssistantProcess`, or a :class:`LocalSource`.
         generator (BatchGenerator): the Boss's copy of the shard's generator; makes the
             windows itself after a fallback to uniform batches.
         stream (BatchStream): the Boss's record of the windows it took.
@@ -39,58 +43,72 @@ class AssistantClient:
         num_shards (int): the number of workers.
     """
 
-    def __init__(self, start_process: Callable[[], AssistantProcess], generator: BatchGenerator,
-                 stream: BatchStream, fallback: str = "error", num_shards: int = 1):
-        self.start_process = start_process
+    def __init__(self, start_source: Callable[[], Union[AssistantProcess, LocalSource]],
+                 generator: BatchGenerator, stream: BatchStream, fallback: str = "error",
+                 num_shards: int = 1):
+        self.start_source = start_source
         self.generator = generator
         self.stream = stream
         self.fallback = fallback
         self.num_shards = num_shards
-        self.process: Optional[AssistantProcess] = None
+        self.source: Optional[Union[AssistantProcess, LocalSource]] = None
         self.uniform = False  # True once we fell back to uniform batches
         self.annealing = False
         self.failure: Optional[str] = None  # a failure every rank must stop on
         self.wait_seconds = 0.0  # the Boss's wait for windows
         self._next_check = 0.0
         self._failure_lock = threading.RLock()  # the training and a loader thread may fail
-        self._generator_lock = threading.Lock()  # the uniform fallback's windows
 
     @property
     def started(self) -> bool:
-        return self.process is not None or self.uniform
+        return self.source is not None
+
+    @property
+    def process(self) -> Optional[AssistantProcess]:
+        """The Assistant process, when the windows come from one."""
+        return self.source if isinstance(self.source, AssistantProcess) else None
 
     def start(self, epoch: int, assistant_state: Optional[dict] = None,
               source: str = "the checkpoint") -> None:
-        """Start the process, give it *assistant_state*, and start its stream of windows
+        """Start the source, give it *assistant_state*, and start its stream of windows
         where the Boss's stream stands (a fresh run: at data pass *epoch*)."""
-        self.process = self.start_process()
+        self.source = self.start_source()
         if assistant_state is not None:
             self._load(assistant_state, source)
         if self.stream.gen_state is None:
             self.generator.begin_epoch(epoch)
         self.restart_stream()
 
-    def _load(self, state: dict, source: str) -> None:
+    def _load(self, state: dict, origin: str) -> None:
         try:
-            self.process.send(LoadState(state))
-            s = self.process.request_state()["stats"]  # as the process now holds it
+            if isinstance(self.source, LocalSource):
+                self.source.load(state)
+                s = self.source.stats()
+            else:
+                state = dict(state)
+                held = state.pop("held_losses", None) or []
+                self.source.send(LoadState(state))
+                for _, ids, losses in held:  # saved by --assistant-sync: learn them now
+                    self.source.send_losses(ids, losses)
+                s = self.source.request_state()["stats"]  # as the process now holds it
         except AssistantDied as err:
             self._on_failure(err)
             return
         logger.info(f"restored Assistant state: T_k={s['threshold']:.6f} "
                     f"lambda_k={s['lambda']:.6f} accuracy={s['accuracy']:.6f} "
-                    f"after {s['updates']} updates (from {source})")
+                    f"after {s['updates']} updates (from {origin})")
 
     def restart_stream(self) -> None:
         """(Re)start the windows after the last one the Boss took; older ones are dropped."""
+        self._restart(self.source)
+
+    def _restart(self, source) -> None:
         state = self.stream.restart()
-        if self.uniform:
-            with self._generator_lock:
-                self.generator.load_state_dict(state)
-                self.generator.accept_all = True
+        if isinstance(source, LocalSource):
+            source.restart(state, self.annealing, reported_before=self.stream.next_seq)
             return
         try:
-            self.process.send(BeginEpoch(int(state["epoch"]), state, self.annealing))
+            source.send(BeginEpoch(int(state["epoch"]), state, self.annealing))
         except AssistantDied as err:
             self._on_failure(err)
 
@@ -108,11 +126,11 @@ class AssistantClient:
         start = time.perf_counter()
         try:
             while True:
-                if self.uniform:
-                    with self._generator_lock:
-                        return self.generator.next_window(None)
+                source = self.source  # read once: a fallback replaces it whole
                 try:
-                    return self.process.get()
+                    if isinstance(source, LocalSource):
+                        return source.next_window()
+                    return source.get()
                 except AssistantDied as err:
                     self._on_failure(err)
         finally:
@@ -122,7 +140,7 @@ class AssistantClient:
         """Called at every training step: a dead Assistant is noticed within a second, even
         while the Boss still trains on windows it received before the death."""
         now = time.monotonic()
-        if self.uniform or self.process is None or now < self._next_check:
+        if self.process is None or now < self._next_check:
             return
         self._next_check = now + LIVENESS_INTERVAL
         try:
@@ -131,23 +149,29 @@ class AssistantClient:
             self._on_failure(err)
 
     def state(self) -> dict:
-        """``{"assistant": state, "stats": {...}}`` from the process (None values once it
-        is gone)."""
-        if not self.uniform and self.process is not None:
+        """``{"assistant": state, "stats": {...}}`` of the source (None values once the
+        Assistant is gone)."""
+        source = self.source
+        if isinstance(source, LocalSource):
+            return source.state()
+        if source is not None:
             try:
-                return self.process.request_state()
+                return source.request_state()
             except AssistantDied as err:
                 self._on_failure(err)
         return {"assistant": None, "stats": None}
 
-    def send_losses(self, ids, losses) -> None:
-        """Per-sentence losses of a trained batch (never blocks)."""
-        if not self.uniform and self.process is not None:
-            self.process.send_losses(ids, losses)
+    def send_losses(self, ids, losses, seq: int) -> None:
+        """Per-sentence losses of trained batch *seq* (never blocks)."""
+        source = self.source
+        if isinstance(source, LocalSource):
+            source.send_losses(ids, losses, seq)
+        elif source is not None:
+            source.send_losses(ids, losses)
 
     @property
     def dropped_losses(self) -> int:
-        return self.process.dropped_losses if self.process is not None else 0
+        return self.source.dropped_losses if self.source is not None else 0
 
     # -- failures -------------------------------------------------------------------------
     def _on_failure(self, err: AssistantDied) -> None:
@@ -164,10 +188,12 @@ class AssistantClient:
             else:
                 logger.warning(f"{err}\n--assistant-fallback uniform: continuing this run on "
                                "uniform batches (no pair is skipped from now on)")
-            if self.process is not None:
-                self.process.shutdown()
-            self.uniform = True
-            self.restart_stream()
+            failed, uniform = self.source, LocalSource(self.generator)
+            # ready before it is published: a loader thread sees the old source or this one
+            self._restart(uniform)
+            self.source, self.uniform = uniform, True
+            if failed is not None:
+                failed.shutdown()
 
     def stop_on_failure(self, failures: Optional[List[Optional[str]]] = None) -> None:
         """Raise on every rank once any rank's Assistant failed (with fallback error).
@@ -186,8 +212,8 @@ class AssistantClient:
                             f"{cause}\n{_capitalised(FALLBACK_HINT)}")
 
     def shutdown(self) -> None:
-        if self.process is not None:
-            self.process.shutdown()
+        if self.source is not None:
+            self.source.shutdown()
 
 
 def _capitalised(text: str) -> str:

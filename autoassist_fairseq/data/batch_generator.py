@@ -74,6 +74,9 @@ class BatchGenerator:
         self.carry_weights = np.zeros(0, np.float32)
         self.accept_all = False
         self.generation = 0  # echoed in every window: the Boss drops those of old streams
+        # batches of every window made so far, run-wide: window k's first batch has this
+        # number (its ``first_seq``), so the Boss and the Assistant name a batch alike
+        self.batches_made = 0
         self._order_cache = None
 
     # -- fairseq batching ----------------------------------------------------------
@@ -204,6 +207,8 @@ class BatchGenerator:
         else:
             plan = self._last_window()
             self.begin_epoch(self.epoch + 1)
+        plan.first_seq = self.batches_made
+        self.batches_made += len(plan.batches)
         plan.state_after = self.state_dict()
         return plan
 
@@ -248,7 +253,7 @@ class BatchGenerator:
         return {"epoch": self.epoch, "next_window": self.cursor, "next_pair": self.position,
                 "window_size": self.window_size, "carried": self.carry.copy(),
                 "carried_weights": self.carry_weights.copy(), "accept_all": self.accept_all,
-                "generation": self.generation}
+                "generation": self.generation, "batches_made": self.batches_made}
 
     def load_state_dict(self, state: dict) -> None:
         self.begin_epoch(int(state["epoch"]))
@@ -258,6 +263,7 @@ class BatchGenerator:
         self.carry_weights = np.asarray(state["carried_weights"], dtype=np.float32)
         self.accept_all = bool(state.get("accept_all", False))
         self.generation = int(state.get("generation", 0))
+        self.batches_made = int(state.get("batches_made", 0))
 
 
 def weights_of(ids: np.ndarray, weight_ids: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from fairseq.data.iterators import BufferedIterator, CountingIterator, EpochBatchIterating
 
-from ..assistant.process import AssistantProcess
+from ..losses import BossLosses
 from ..proctitle import set_title
 from .assistant_client import AssistantClient
 from .batch_generator import BatchGenerator, weights_of
@@ -39,8 +39,11 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         dataset (~fairseq.data.FairseqDataset): the training dataset.
         collate_fn (callable): merges a list of samples into a mini-batch.
         generator (BatchGenerator): this shard's batch generator; the Assistant process
-            runs a copy, this one serves batch counts and the uniform fallback.
-        start_process (callable): starts the :class:`AssistantProcess`.
+            runs a copy, this one serves batch counts, the uniform fallback and
+            ``--assistant-sync``.
+        start_source (callable): starts the source of windows (an
+            :class:`~..assistant.process.AssistantProcess` or a
+            :class:`~.local_source.LocalSource`).
         epoch (int, optional): the epoch to start from (default: 1).
         fallback (str, optional): on an Assistant failure, ``"error"`` stops the run (every
             rank at the same update), ``"uniform"`` continues on uniform batches
@@ -57,7 +60,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     """
 
     def __init__(self, dataset, collate_fn, generator: BatchGenerator,
-                 start_process: Callable[[], AssistantProcess], epoch=1, fallback="error",
+                 start_source: Callable, epoch=1, fallback="error",
                  num_shards=1, shard_id=0, all_gather=None, reweight=False, num_workers=0,
                  buffer_size=0, anneal_epoch=None, carry=None):
         self.dataset = dataset
@@ -70,8 +73,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.anneal_epoch = anneal_epoch
         self.shuffle = True
         self.stream = BatchStream(generator, reweight=reweight)
-        self.client = AssistantClient(start_process, generator, self.stream, fallback,
+        self.client = AssistantClient(start_source, generator, self.stream, fallback,
                                       num_shards)
+        self.losses = BossLosses()  # the trained batches' losses on their way
         self._cur_epoch_itr = None
         self._num_batches = None
         self._resume: Optional[dict] = None  # checkpoint state, applied at next epoch start
@@ -230,19 +234,36 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self._synced_at = (self.epoch, self.iterations_in_epoch)
 
     def _rank_state(self) -> dict:
+        # the losses of every batch trained so far reach the Assistant before its state is
+        # taken: a resumed run must not miss the last update's
+        self.flush_losses()
         stream = self.stream.state(self.iterations_in_epoch)
         return dict(self.client.state(), stream=vars(stream))
 
     def export_carry(self) -> dict:
         """What the iterator of the next data shard takes over (``--data a:b``)."""
+        self.flush_losses()
         return {"assistant": self.client.state()["assistant"],
                 "totals": dict(self.stream.totals), "batches_done": self.batches_done,
                 "wait_seconds": self.client.wait_seconds}
 
     # -- Boss -> Assistant ----------------------------------------------------------------
-    def report_losses(self, ids: np.ndarray, losses: np.ndarray) -> None:
-        """Per-sentence losses of a trained batch (never blocks)."""
-        self.client.send_losses(ids, losses)
+    def hold_losses(self, meta: dict, losses) -> bool:
+        """A trained batch's per-sentence losses (a tensor, maybe on the device): handed to
+        the Assistant one step later, so that the copy never waits for the device. Returns
+        True (and keeps nothing) for a batch fairseq's ``--amp`` trains again."""
+        retry = self.losses.hold(meta, losses)
+        self._report(self.losses.ready())
+        return retry
+
+    def flush_losses(self) -> None:
+        """Hand over every held loss (waits for the device copies): at an update's start,
+        and before a state is saved."""
+        self._report(self.losses.ready(keep_last=False, wait=True))
+
+    def _report(self, ready) -> None:
+        for ids, losses, seq in ready:
+            self.client.send_losses(ids, losses, seq)
 
     def pop_log_stats(self) -> dict:
         """Counters accumulated since the last call, plus the Assistant's latest state."""
@@ -324,8 +345,7 @@ class _Collated:
     def _batches(self):
         itr = self.itr
         for _ in range(self.count):
-            ids, _ = itr.stream.next_batch(itr.client.next_window)
-            yield ids.tolist()
+            yield itr.stream.next_batch(itr.client.next_window).ids.tolist()
 
     def __iter__(self):
         itr = self.itr
@@ -334,20 +354,22 @@ class _Collated:
             num_workers=itr.num_workers,
             worker_init_fn=functools.partial(_title_loader, itr.shard_id))
         for k, sample in enumerate(loader):
-            ids, weights = itr.stream.issued[k]
-            yield _tag(sample, ids, weights)
+            yield _tag(sample, itr.stream.issued[k])
 
 
 def _title_loader(rank: int, worker: int) -> None:
     set_title(f"autoassist-loader (rank {rank}, worker {worker})", f"aa-loader-{rank}-{worker}")
 
 
-def _tag(sample: dict, ids: np.ndarray, weights: Optional[np.ndarray]) -> dict:
-    """Add ``sample["autoassist"]``: the dataset ids in the sample's order and its real
-    token count, read here on the CPU so the training step needs no device sync."""
+def _tag(sample: dict, batch) -> dict:
+    """Add ``sample["autoassist"]``: the dataset ids in the sample's order, its real token
+    count (read here on the CPU so the training step needs no device sync) and the batch's
+    run-wide number."""
     sample_ids = sample["id"].numpy()
     tokens = int(sample["net_input"]["src_lengths"].sum()) + int(sample["ntokens"])
-    sample["autoassist"] = {"ids": sample_ids.astype(np.int64), "tokens": tokens}
-    if weights is not None:
-        sample["autoassist_weight"] = torch.from_numpy(weights_of(sample_ids, ids, weights))
+    sample["autoassist"] = {"ids": sample_ids.astype(np.int64), "tokens": tokens,
+                            "seq": batch.seq}
+    if batch.weights is not None:
+        sample["autoassist_weight"] = torch.from_numpy(
+            weights_of(sample_ids, batch.ids, batch.weights))
     return sample

@@ -18,14 +18,21 @@ import math
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Deque, List, Optional, Tuple
+from typing import Callable, Deque, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
 from .batch_generator import BatchGenerator, weights_of
 from .plan import WindowPlan
 
-Batch = Tuple[np.ndarray, Optional[np.ndarray]]  # (dataset ids, importance weights or None)
+
+class Batch(NamedTuple):
+    """A batch of the stream: its dataset ids, their importance weights (or None), and its
+    run-wide number, which its losses carry back to the Assistant."""
+
+    ids: np.ndarray
+    weights: Optional[np.ndarray]
+    seq: int
 
 COUNTERS = ("considered_pairs", "considered_tokens", "accepted_pairs", "accepted_tokens")
 
@@ -127,6 +134,14 @@ class BatchStream:
                 if window.state_after.get("generation", 0) == self.generation:
                     self.take(window)
 
+    @property
+    def next_seq(self) -> int:
+        """The number of the next batch to issue: every batch before it has been issued."""
+        with self.lock:
+            if self.pending:
+                return self.pending[0].seq
+            return int((self.gen_state or self.generator.state_dict()).get("batches_made", 0))
+
     def restart(self) -> dict:
         """A new generation of the stream: returns the generator state to restart from
         (after the last window taken); windows of older generations are dropped."""
@@ -137,9 +152,9 @@ class BatchStream:
             return dict(state, generation=self.generation)
 
     def take(self, window: WindowPlan) -> None:
-        for ids in window.batches:
-            self.pending.append((ids, weights_of(ids, window.weight_ids, window.weights) if self.reweight
-                                else None))
+        for k, ids in enumerate(window.batches):
+            weights = weights_of(ids, window.weight_ids, window.weights) if self.reweight else None
+            self.pending.append(Batch(ids, weights, window.first_seq + k))
         self.gen_state = window.state_after
         for key in COUNTERS:
             value = getattr(window, key)
@@ -204,17 +219,20 @@ class BatchStream:
             untold = {k: v + sum(c[k] for c in ahead) for k, v in self._untold.items()}
             untold_batches = self._untold_batches + len(ahead)
             pass_counts = dict(self.pass_counts)
-        weights = [w for _, w in batches] if self.reweight else None
-        return StreamState(generator=gen, pending=[ids for ids, _ in batches], weights=weights,
+        weights = [b.weights for b in batches] if self.reweight else None
+        return StreamState(generator=gen, pending=[b.ids for b in batches], weights=weights,
                            rate=rate, totals=totals, untold=untold,
                            untold_batches=untold_batches, pass_counts=pass_counts)
 
     def restore(self, state: StreamState) -> None:
         self.gen_state = dict(state.generator)
         weights = state.weights or [None] * len(state.pending)
+        # the pending batches are the last ones the generator made, in order
+        first = int(self.gen_state.get("batches_made", 0)) - len(state.pending)
         self.pending = deque(
-            (np.asarray(ids, np.int64), None if w is None else np.asarray(w, np.float32))
-            for ids, w in zip(state.pending, weights))
+            Batch(np.asarray(ids, np.int64), None if w is None else np.asarray(w, np.float32),
+                  first + k)
+            for k, (ids, w) in enumerate(zip(state.pending, weights)))
         if state.rate is not None:  # checkpoints before this field: estimated afresh
             self.rate.recent = deque((float(a), float(t)) for a, t in state.rate)
         if state.totals is not None:  # checkpoints before these fields: the run's totals

@@ -35,6 +35,7 @@ class WindowPlan:
     weights: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     state_after: Optional[dict] = None
     stats: dict = field(default_factory=dict)
+    first_seq: int = 0  # run-wide number of the first batch (see BatchGenerator.batches_made)
 
     @property
     def ends_pass(self) -> bool:

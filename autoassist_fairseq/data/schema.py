@@ -21,7 +21,10 @@ replaced by a fresh Assistant. Versions:
   version: 3 (windows were slices of the length order; migrates at the start of a pass
   only) or 4 (windows of random pairs);
 - 4: this layout: the generator state also holds ``next_pair`` and ``window_size``, so a
-  pass resumed with another ``--assistant-window`` goes on with the same order.
+  pass resumed with another ``--assistant-window`` goes on with the same order, and
+  ``batches_made`` (added inside version 3 too), the run-wide number of the next batch.
+  The Assistant's state of an ``--assistant-sync`` run also holds ``held_losses``, the
+  losses it received but had not learned yet, which a resumed run learns first.
 """
 
 import logging
@@ -39,7 +42,7 @@ RANK_KEYS = {"assistant", "stats", "stream"}
 STREAM_KEYS = {"generator", "pending", "weights", "rate", "totals", "untold",
                "untold_batches", "pass_counts"}
 GENERATOR_KEYS = {"epoch", "next_window", "next_pair", "window_size", "carried",
-                  "carried_weights", "accept_all", "generation"}
+                  "carried_weights", "accept_all", "generation", "batches_made"}
 _RESET = ("resume from another checkpoint, or relaunch with --reset-dataloader (a new "
           "Assistant and batch plan)")
 
@@ -141,6 +144,10 @@ def _from_v3(saved: dict, generator) -> dict:
                                  ("pass_counts", None)):
                 stream.setdefault(key, default)
             stream["generator"] = _generator_from_v3(stream["generator"], generator, r)
+            # before run-wide batch numbers: the batches trained come first, then the
+            # pending ones, which the generator made last
+            stream["generator"].setdefault(
+                "batches_made", int(saved.get("batches_done") or 0) + len(stream["pending"]))
             entry = dict(entry, stream=stream)
         ranks.append(entry)
     saved["ranks"] = ranks if saved.get("ranks") is not None else None

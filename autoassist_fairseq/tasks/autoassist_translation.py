@@ -11,7 +11,7 @@ import logging
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import List, Optional
 
 import numpy as np
 from fairseq import metrics, utils
@@ -25,10 +25,11 @@ from ..assistant import Assistant, AssistantHParams
 from ..assistant.process import AssistantProcess
 from ..data.batch_generator import BatchGenerator
 from ..data.batch_iterator import AutoAssistEpochBatchIterator
+from ..data.local_source import LocalSource, pipeline_lag
 from ..features.build import dataset_prefix
 from ..features.store import (FeatureStore, build_command, dataset_fingerprint, feature_prefix,
                               token_files, token_fingerprint)
-from ..losses import BossLosses, capture_token_losses, check_criterion, sentence_losses
+from ..losses import capture_token_losses, check_criterion, sentence_losses
 from .language_pair import check_language_pair
 
 logger = logging.getLogger(__name__)
@@ -99,6 +100,13 @@ class AutoAssistTranslationConfig(TranslationConfig):
     assistant_loss_queue_size: int = field(
         default=256, metadata={"help": "loss messages that may wait for the assistant; "
                                        "the oldest is dropped when full"})
+    assistant_sync: bool = field(
+        default=False, metadata={"help": "deterministic batches: make each window in the boss's "
+                                         "process from the assistant's state after exactly the "
+                                         "losses of the batches up to a fixed lag before it, so "
+                                         "that two runs with the same seed, data and flags train "
+                                         "the same batches (the assistant then shares the boss's "
+                                         "process instead of running beside it)"})
     assistant_fallback: ChoiceEnum(["error", "uniform"]) = field(
         default="error", metadata={"help": "when the assistant process fails: stop the run "
                                            "(error) or continue on uniform batches (uniform)"})
@@ -121,6 +129,7 @@ class AutoAssistTranslationConfig(TranslationConfig):
     # plans of all workers are gathered before every save)
     max_update: int = II("optimization.max_update")
     max_epoch: int = II("optimization.max_epoch")
+    update_freq: List[int] = II("optimization.update_freq")
     save_interval_updates: int = II("checkpoint.save_interval_updates")
 
 
@@ -157,7 +166,6 @@ class AutoAssistTranslationTask(TranslationTask):
         self.train_iterator: Optional[AutoAssistEpochBatchIterator] = None
         self.totals = {"boss_tokens": 0.0, "boss_padded_tokens": 0.0,
                        "considered_tokens": 0.0, "accepted_tokens": 0.0}
-        self._reported = BossLosses()
         self._last_update = None
         self._trace_file = None
 
@@ -240,12 +248,20 @@ class AutoAssistTranslationTask(TranslationTask):
             max_sentences=max_sentences, required_batch_size_multiple=required_batch_size_multiple,
             window_size=self.cfg.assistant_window, seed=seed, num_shards=num_shards,
             shard_id=shard_id)
-        start_process = functools.partial(
-            AssistantProcess, functools.partial(Assistant, self.features, self.hparams),
-            make_generator, boss_queue_size=self.cfg.assistant_boss_queue_size,
-            loss_queue_size=self.cfg.assistant_loss_queue_size, rank=shard_id)
+        generator = make_generator()
+        make_assistant = functools.partial(Assistant, self.features, self.hparams)
+        if self.cfg.assistant_sync:
+            lag = pipeline_lag(num_workers, data_buffer_size, max(self.cfg.update_freq or [1]))
+            start_source = functools.partial(LocalSource, generator, make_assistant, lag)
+            logger.info(f"AutoAssist --assistant-sync: windows are made in this process from "
+                        f"the losses of the batches up to {lag} before each window")
+        else:
+            start_source = functools.partial(
+                AssistantProcess, make_assistant, make_generator,
+                boss_queue_size=self.cfg.assistant_boss_queue_size,
+                loss_queue_size=self.cfg.assistant_loss_queue_size, rank=shard_id)
         self.train_iterator = AutoAssistEpochBatchIterator(
-            dataset, dataset.collater, make_generator(), start_process, epoch=epoch,
+            dataset, dataset.collater, generator, start_source, epoch=epoch,
             fallback=self.cfg.assistant_fallback, num_shards=num_shards, shard_id=shard_id,
             all_gather=_all_gather if num_shards > 1 else None,
             reweight=self.cfg.assistant_reweight, num_workers=num_workers,
@@ -301,10 +317,8 @@ class AutoAssistTranslationTask(TranslationTask):
                 loss, sample_size, logging_output = super().train_step(
                     sample, model, criterion, optimizer, update_num, ignore_grad)
             # handed over one step later, so that the copy never waits for the device
-            retry = self._reported.hold(meta, sentence_losses(captured.token_losses, sample,
-                                                              self.tgt_dict.pad()))
-            for ids, losses in self._reported.ready():
-                itr.report_losses(ids, losses)
+            retry = itr.hold_losses(meta, sentence_losses(captured.token_losses, sample,
+                                                          self.tgt_dict.pad()))
             stats = itr.pop_log_stats()
             if not retry and self.cfg.assistant_trace_dir:
                 self._trace(itr, update_num, meta["ids"])
@@ -334,8 +348,7 @@ class AutoAssistTranslationTask(TranslationTask):
 
     def _before_update(self, itr: AutoAssistEpochBatchIterator, update_num: int) -> None:
         """Annealing by updates, and the batch plans of all ranks before a checkpoint."""
-        for ids, losses in self._reported.ready(keep_last=False, wait=True):
-            itr.report_losses(ids, losses)  # the previous update's: its step has ended
+        itr.flush_losses()  # the previous update's: its step has ended
         cfg = self.cfg
         if cfg.assistant_anneal > 0 and (cfg.max_update or 0) > 0 \
                 and update_num >= (1.0 - cfg.assistant_anneal) * cfg.max_update:

@@ -1,0 +1,103 @@
+"""--assistant-sync: the batches depend only on the seed, the data and the flags."""
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from autoassist_fairseq.assistant.process import AssistantDied
+from autoassist_fairseq.data.assistant_client import AssistantClient
+from autoassist_fairseq.data.batch_generator import BatchGenerator
+from autoassist_fairseq.data.batch_stream import BatchStream
+from autoassist_fairseq.data.local_source import LocalSource
+
+from utils import read_trace, run, train_args
+
+SYNC = ["--assistant-sync", "--assistant-warmup", "5"]
+
+
+def _valid_losses(output):
+    return [float(x) for x in re.findall(r"\| valid on 'valid' subset \| loss ([0-9.]+)", output)]
+
+
+def test_sync_runs_repeat_exactly_and_resume_exactly(train_data, tmp_path):
+    """Two runs with one seed train the same batches, with the Assistant skipping pairs;
+    one of them, stopped in the middle of epoch 2 and resumed, still trains exactly the
+    uninterrupted run's batches and reaches the same validation losses."""
+    def args(name, *extra):
+        return train_args(train_data, tmp_path / name, extra=[
+            "--max-epoch", "3", "--assistant-trace-dir", tmp_path / f"trace-{name}", *SYNC,
+            *extra])
+
+    whole_out = run(args("whole")).stdout
+    whole = read_trace(tmp_path / "trace-whole")
+    epoch1 = sum(1 for e, _, _ in whole if e == 1)
+    stop = epoch1 + 7
+    run(args("part") + ["--max-update", str(stop)])
+    saved = torch.load(tmp_path / "part" / "checkpoint_last.pt", weights_only=False)
+    rank = saved["extra_state"]["train_iterator"]["autoassist"]["ranks"][0]
+    assert rank["assistant"]["held_losses"], "losses not learned yet must be saved"
+    proc = run(args("part"))
+    out = proc.stdout + proc.stderr
+    assert "resuming epoch 2 at batch 7/" in out
+    part = read_trace(tmp_path / "trace-part")
+    assert [(e, u) for e, u, _ in part] == [(e, u) for e, u, _ in whole]
+    assert [ids for _, _, ids in part] == [ids for _, _, ids in whole]
+    assert _valid_losses(out)[-2:] == _valid_losses(whole_out)[-2:]
+    # the Assistant did skip pairs, from its own learned state
+    accept = [float(a) for a in re.findall(r"\| train \| epoch .*\| aa_accept_tok ([0-9.]+)",
+                                             whole_out)]
+    assert len(accept) == 3 and min(accept) < 0.95, accept
+
+
+class _FailingAssistant:
+    """Scores odd ids as easy; its third window raises, as a bug in a rule would."""
+
+    stats = {"threshold": 1.0, "lambda": 0.5, "accuracy": 0.5, "chance": 0.5, "updates": 0}
+
+    def __init__(self):
+        self.calls = 0
+
+    def begin_epoch(self, epoch):
+        pass
+
+    def learn(self, ids, losses):
+        pass
+
+    def accept_probability(self, ids):
+        self.calls += 1
+        if self.calls == 3:
+            raise FloatingPointError("a rule's bug")
+        return np.where(ids % 2 == 1, 0.2, 1.0)
+
+
+@pytest.mark.parametrize("fallback", ["uniform", "error"])
+def test_sync_fallback_continues_on_uniform_batches_or_stops(fallback):
+    """An error in the in-process Assistant is a failure like a dead Assistant process:
+    `uniform` goes on with every pair accepted from the next window on, `error` stops."""
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(3, 30, 2000), rng.integers(3, 30, 2000)
+    gen = BatchGenerator(np.arange(2000), *sizes, max_tokens=600, window_size=300, seed=3)
+    stream = BatchStream(gen)
+    client = AssistantClient(lambda: LocalSource(gen, _FailingAssistant, lag=0), gen, stream,
+                             fallback=fallback)
+    client.start(epoch=1)
+
+    def train():  # the Boss: take a batch, report its losses
+        batch = stream.next_batch(client.next_window)
+        client.send_losses(batch.ids, np.ones(len(batch.ids)), batch.seq)
+        return batch
+
+    if fallback == "error":
+        with pytest.raises(AssistantDied, match="a rule's bug"):
+            for _ in range(200):
+                train()
+        return
+    trained = [train() for _ in range(200)]
+    assert client.uniform and isinstance(client.source, LocalSource)
+    seqs = [b.seq for b in trained]
+    assert seqs == list(range(len(seqs)))  # no batch lost or repeated at the switch
+    # the first two windows skipped odd ids, the uniform ones take them all
+    late = np.concatenate([b.ids for b in trained[-60:]])
+    assert np.mean(late % 2 == 1) > 0.4
