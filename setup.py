@@ -26,6 +26,7 @@ setup(
         "scipy",
         "scikit-learn",
         "threadpoolctl",  # the Assistant process keeps BLAS to one thread
+        "setproctitle",  # names the Assistant and loader processes in ps/top
         "sacrebleu>=2.0",
         "sentencepiece",
         "tqdm",

@@ -54,6 +54,15 @@ class DiagnosisError(RuntimeError):
 
 
 # -- figures (pure) --------------------------------------------------------------------
+def data_pass(saved: dict, iterator_state: dict) -> int:
+    """The data pass rank 0's stream was in at the save (the random rule's rate is per
+    pass); fairseq's epoch, a batch count that may span two passes, only without a stream."""
+    stream = (saved["ranks"][0] or {}).get("stream")
+    if stream is not None and int(stream["generator"]["epoch"]) >= 1:
+        return int(stream["generator"]["epoch"])
+    return int(iterator_state.get("epoch", 1))
+
+
 def oracle_skipped_loss(losses, ntok, token_share):
     """Share of the summed token loss held by the easiest pairs with *token_share* of the
     tokens."""
@@ -277,8 +286,7 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
     # pair checks as in training
     assistant = Assistant(task.features, task.hparams)
     assistant.load_state_dict(from_checkpoint(saved["ranks"][0]["assistant"]))
-    if hasattr(assistant, "begin_epoch"):  # the random rule's rate is per pass
-        assistant.begin_epoch(state["extra_state"]["train_iterator"].get("epoch", 1))
+    assistant.begin_epoch(data_pass(saved, state["extra_state"]["train_iterator"]))
     g, accept, shares = skip_figures(assistant, losses, ntok)
     try:
         checks = task.features.pair_checks()  # reported whether or not the run used them

@@ -56,7 +56,7 @@ def test_mismatch_and_truncation_are_detected(tiny_data, tmp_path):
         FeatureStore.open(prefix)
     with open(prefix + ".data.npy", "r+b") as f:
         f.truncate(100)
-    with pytest.raises(ValueError, match="missing or truncated"):
+    with pytest.raises(ValueError, match="empty or truncated"):
         FeatureStore.open(prefix)
 
 

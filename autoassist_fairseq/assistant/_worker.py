@@ -1,48 +1,52 @@
 """The loop of the Assistant process: learn from losses, hand out batches.
 
-It never blocks for long on either queue: while the Boss has enough batches queued, it
-keeps learning from the losses that arrive; every wait is ``POLL_INTERVAL`` at most, so
-it notices a stop request or a dead parent within a fraction of a second.
+Everything the Boss sends arrives on one pipe, in the order it was sent: losses and
+control messages. The loop reads up to ``_MAX_MSGS_PER_TURN`` of them between two
+attempts to hand a window over, so a state request is answered after every loss sent
+before it. It never blocks for long: while the Boss has enough windows, it keeps learning;
+every wait is ``POLL_INTERVAL`` at most, so it notices a stop request or a dead parent
+within a fraction of a second.
 """
 
 import os
-import queue
 import signal
 import sys
 import traceback
 
 from threadpoolctl import threadpool_limits
 
-from .messages import (POLL_INTERVAL, STOP, AssistantError, BeginEpoch, LoadState, LossMsg,
-                       StateRequest)
+from ..proctitle import set_title
+from .channel import Sender
+from .messages import (JOIN_TIMEOUT, POLL_INTERVAL, STOP, WINDOWS_IN_FLIGHT, AssistantError,
+                       BeginEpoch, LoadState, LossMsg, StateRequest)
 
-# Loss messages learned from between two attempts to hand a window to the Boss.
-_MAX_LOSS_MSGS_PER_TURN = 64
+# Messages read between two attempts to hand a window to the Boss.
+_MAX_MSGS_PER_TURN = 64
 
 
-def run(make_assistant, make_generator, boss_q, loss_q, control_q, reply_q, stop_event,
-        parent_pid):
+def run(make_assistant, make_generator, inbox, windows_conn, replies_conn, stop_event,
+        parent_pid, rank=0):
     """Entry point of the child process (see :class:`AssistantProcess`).
 
     Args:
-        boss_q (multiprocessing.Queue): windows for the Boss (bounded).
-        reply_q (multiprocessing.Queue): state replies, and the traceback if the loop fails.
+        inbox (Connection): losses and control messages from the Boss, in order.
+        windows_conn (Connection): windows for the Boss.
+        replies_conn (Connection): state replies, and the traceback if the loop fails.
     """
     # Ctrl-C reaches the whole process group: let the Boss decide when it stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    set_title(f"autoassist-assistant (rank {rank})", f"aa-assistant-{rank}")
+    windows = Sender(windows_conn, name="autoassist-windows-sender")
+    replies = Sender(replies_conn, name="autoassist-replies-sender")
     try:
         _single_threaded()
         assistant, generator = make_assistant(), make_generator()
         _single_threaded()  # again, for the BLAS libraries the builders loaded
-        _loop(assistant, generator, boss_q, loss_q, control_q, reply_q, stop_event,
-              parent_pid)
+        _loop(assistant, generator, inbox, windows, replies, stop_event, parent_pid)
     except BaseException:  # relay everything, KeyboardInterrupt included
-        _never_wait_at_exit(boss_q)
-        reply_q.put(AssistantError(traceback.format_exc()))
-        reply_q.close()
-        reply_q.join_thread()  # the traceback must reach the Boss before the exit
+        replies.put(AssistantError(traceback.format_exc()))
+        replies.flush(JOIN_TIMEOUT)  # the traceback must reach the Boss before the exit
         os._exit(1)
-    _never_wait_at_exit(boss_q, reply_q)
 
 
 def _single_threaded():
@@ -59,84 +63,52 @@ def _single_threaded():
         sys.modules["torch"].set_num_threads(1)
 
 
-def _never_wait_at_exit(*queues):
-    """A queue's feeder thread would block the exit while the Boss is not reading."""
-    for q in queues:
-        q.cancel_join_thread()
-
-
-def _loop(assistant, generator, boss_q, loss_q, control_q, reply_q, stop_event, parent_pid):
+def _loop(assistant, generator, inbox, windows, replies, stop_event, parent_pid):
     counters = {"loss_msgs": 0}
-    producing, pending = False, None
+    state = {"producing": False, "pending": None}
     # The data pass last announced to the Assistant, so that a rule can use per-pass
     # settings; one fairseq epoch may span passes, so it follows the generator.
     begin_pass = getattr(assistant, "begin_epoch", None)
     announced = None
     while not stop_event.is_set() and os.getppid() == parent_pid:
-        # 1. control messages first: they change what is produced
-        while True:
-            try:
-                msg = control_q.get_nowait()
-            except queue.Empty:
-                break
+        # 1. the Boss's messages, in the order sent
+        read = 0
+        while read < _MAX_MSGS_PER_TURN and inbox.poll(0):
+            msg = inbox.recv()
+            read += 1
             if msg is STOP:
                 return
-            if isinstance(msg, BeginEpoch):
-                generator.begin(msg)
-                producing, pending = True, None
-            elif isinstance(msg, StateRequest):
-                _drain_losses(assistant, loss_q, counters, limit=None)
-                reply_q.put((msg.token, {"assistant": assistant.state_dict(),
-                                         "stats": dict(assistant.stats, **counters)}))
-            elif isinstance(msg, LoadState):
-                assistant.load_state_dict(msg.state)
-            else:
-                raise TypeError(f"unexpected control message {msg!r}")
-        # 2. learn from what the Boss reported
-        learned = _drain_losses(assistant, loss_q, counters, limit=_MAX_LOSS_MSGS_PER_TURN)
-        # 3. produce the next window with the current state, and hand it over
-        if producing and pending is None:
+            _handle(msg, assistant, generator, replies, counters, state)
+        # 2. produce the next window with the current state, and hand it over
+        if state["producing"] and state["pending"] is None:
             if begin_pass is not None and generator.epoch != announced:
                 announced = generator.epoch
                 begin_pass(announced)
             pending = generator.next_window(assistant.accept_probability)
             if pending is None:
-                producing = False
+                state["producing"] = False
             else:
                 pending.stats = dict(assistant.stats, **counters)
-        if pending is not None:
-            try:
-                boss_q.put(pending, timeout=POLL_INTERVAL)
-                pending = None
-            except queue.Full:
-                pass
-        elif not learned:
-            _wait_for_loss(assistant, loss_q, counters)
+            state["pending"] = pending
+        if state["pending"] is not None and len(windows) < WINDOWS_IN_FLIGHT:
+            windows.put(state["pending"])
+            state["pending"] = None
+        elif not read:
+            inbox.poll(POLL_INTERVAL)  # nothing to do until the Boss sends or takes
 
 
-def _learn(assistant, msg, counters):
-    if not isinstance(msg, LossMsg):
-        raise TypeError(f"unexpected message on the loss queue: {msg!r}")
-    if len(msg.ids):
-        assistant.learn(msg.ids, msg.losses)
-    counters["loss_msgs"] += 1
-
-
-def _drain_losses(assistant, loss_q, counters, limit):
-    n = 0
-    while limit is None or n < limit:
-        try:
-            msg = loss_q.get_nowait()
-        except queue.Empty:
-            break
-        _learn(assistant, msg, counters)
-        n += 1
-    return n
-
-
-def _wait_for_loss(assistant, loss_q, counters):
-    try:
-        msg = loss_q.get(timeout=POLL_INTERVAL)
-    except queue.Empty:
-        return
-    _learn(assistant, msg, counters)
+def _handle(msg, assistant, generator, replies, counters, state):
+    if isinstance(msg, LossMsg):
+        if len(msg.ids):
+            assistant.learn(msg.ids, msg.losses)
+        counters["loss_msgs"] += 1
+    elif isinstance(msg, BeginEpoch):
+        generator.begin(msg)
+        state["producing"], state["pending"] = True, None
+    elif isinstance(msg, StateRequest):
+        replies.put((msg.token, {"assistant": assistant.state_dict(),
+                                 "stats": dict(assistant.stats, **counters)}))
+    elif isinstance(msg, LoadState):
+        assistant.load_state_dict(msg.state)
+    else:
+        raise TypeError(f"unexpected message from the Boss: {msg!r}")

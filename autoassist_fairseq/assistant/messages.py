@@ -1,11 +1,12 @@
 """What travels between the Boss and its Assistant process, and how long anyone waits.
 
-Assistant -> Boss, windows queue: the batch generator's window plans (the process only
+Assistant -> Boss, windows pipe: the batch generator's window plans (the process only
 forwards them, whatever their type).
-Assistant -> Boss, replies queue: ``(token, state)`` answers to :class:`StateRequest`, and
+Assistant -> Boss, replies pipe: ``(token, state)`` answers to :class:`StateRequest`, and
 one :class:`AssistantError` if the Assistant loop fails. It is separate from the windows
 so that a reply or a traceback never waits behind windows the Boss has not taken yet.
-Boss -> Assistant: :class:`LossMsg` on the loss queue; the control messages below.
+Boss -> Assistant, one pipe: :class:`LossMsg` and the control messages below, in the
+order sent (a state request is read after every loss sent before it).
 """
 
 from dataclasses import dataclass
@@ -80,6 +81,9 @@ class AssistantError:
 
 class _Stop:
     def __repr__(self):
+        return "STOP"
+
+    def __reduce__(self):  # unpickles to the one STOP, so ``msg is STOP`` holds
         return "STOP"
 
 

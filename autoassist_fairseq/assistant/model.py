@@ -66,7 +66,8 @@ class LogisticAssistant:
         return probs
 
     def state_dict(self) -> dict:
-        return {"theta": self.theta.copy(), "bias": self.bias}  # float64: resumes bit-exact
+        # float64 as trained: a resumed Assistant is bit-identical to the uninterrupted one
+        return {"theta": self.theta.copy(), "bias": self.bias}
 
     def load_state_dict(self, state: dict) -> None:
         theta = np.asarray(state["theta"], dtype=np.float64)

@@ -1,18 +1,26 @@
 """``AssistantProcess``: one Assistant per Boss worker, in its own CPU process.
 
-The Boss talks to it through bounded queues and never waits on its learning: losses go
-with ``put_nowait`` (the oldest is dropped when the queue is full), and every wait for a
-window or a reply re-checks that the process is alive, so a dead Assistant turns into an
-error within about a second instead of a hang.
+The Boss talks to it through one pipe per direction (:mod:`.channel`): losses and control
+messages share one ordered pipe to the process, so a state request is read only after
+every loss sent before it, and the reply holds all of them that were not dropped. The
+Boss never waits on the Assistant's learning: a sender thread writes its outbox, which
+drops the oldest waiting loss when ``loss_queue_size`` of them wait; control messages are
+never dropped. Every wait for a window or a reply re-checks that the process is alive, so
+a dead Assistant turns into an error within about a second instead of a hang.
 
 A window pickles to far more than a pipe holds, so the process may die halfway through
-writing one. ``multiprocessing.Queue.get(timeout=...)`` only bounds the wait for the first
-byte and then blocks until the message is complete, which it never is. Reads from the
-process therefore happen in daemon threads, one per inbound queue, that move complete
-messages into local queues; the Boss waits only on those. The parent closes its copy of
-each inbound pipe's write end, so the pipe reports its end once the process is gone and
-the reader thread finishes instead of waiting for the rest of a cut-off message.
+writing one. Reads from the process therefore happen in daemon threads, one per inbound
+pipe, that move complete messages into local queues; the Boss waits only on those. The
+parent closes its copy of each inbound pipe's write end (and the child's read end of the
+outbound pipe), so a read reports the pipe's end (``EOFError``) and a write fails
+(``BrokenPipeError``) once the process is gone, even mid-message.
 ``shutdown`` is idempotent and also runs at interpreter exit and from ``__del__``.
+
+The process is forked (it shares the parent's imports and memory maps; spawning would
+import torch and fairseq again and pickle the builders' arrays). The fork happens while
+the Boss runs threads (torch's, a DataLoader's, gloo's, and with ``--data a:b`` the
+previous Assistant's readers): the child uses none of them, nor any lock they may hold.
+docs/design.md ("Processes") says why that is safe.
 """
 
 import atexit
@@ -27,8 +35,9 @@ import time
 import weakref
 
 from . import _worker
+from .channel import Sender, SenderClosed
 from .messages import (DRAIN_GRACE, JOIN_TIMEOUT, POLL_INTERVAL, REPLY_TIMEOUT, STOP,
-                       WINDOWS_IN_FLIGHT, AssistantError, LossMsg, StateRequest)
+                       AssistantError, LossMsg, StateRequest)
 
 logger = logging.getLogger(__name__)
 
@@ -44,70 +53,72 @@ class AssistantProcess:
         make_assistant (callable): builds the :class:`Assistant` inside the child.
         make_generator (callable): builds the batch generator inside the child.
         boss_queue_size (int, optional): windows the Boss may hold ready; the process
-            makes at most ``WINDOWS_IN_FLIGHT`` + 2 more (one in the pipe, one in the
-            reader thread's hand, one waiting in the process) (default: 4).
-        loss_queue_size (int, optional): loss messages that may wait for the Assistant
-            (default: 64).
+            makes at most ``WINDOWS_IN_FLIGHT`` + 2 more (in the pipe, in the reader
+            thread's hand, waiting in the process) (default: 4).
+        loss_queue_size (int, optional): loss messages that may wait to be written to the
+            Assistant; beyond, the oldest waiting one is dropped (default: 64).
+        rank (int, optional): the Boss worker's rank, in the process title
+            ``autoassist-assistant (rank R)`` (default: 0).
     """
 
-    def __init__(self, make_assistant, make_generator, boss_queue_size=4, loss_queue_size=64):
+    def __init__(self, make_assistant, make_generator, boss_queue_size=4, loss_queue_size=64,
+                 rank=0):
         if boss_queue_size < 1 or loss_queue_size < 1:
             raise ValueError(f"boss_queue_size and loss_queue_size must be >= 1, got "
                              f"{boss_queue_size} and {loss_queue_size}")
-        # fork: the child shares the parent's imports and memory maps (no re-import of
-        # torch/fairseq as with spawn); it touches neither torch nor CUDA.
         ctx = mp.get_context("fork")
-        windows_q = ctx.Queue(WINDOWS_IN_FLIGHT)
-        replies_q = ctx.Queue()
-        self.loss_q = ctx.Queue(loss_queue_size)
-        self.control_q = ctx.Queue()
+        inbox_r, inbox_w = ctx.Pipe(duplex=False)  # losses and control, in order
+        windows_r, windows_w = ctx.Pipe(duplex=False)
+        replies_r, replies_w = ctx.Pipe(duplex=False)
         self.stop_event = ctx.Event()
-        self.dropped_losses = 0
+        self._lost = 0  # losses sent after the pipe broke
         self._tokens = itertools.count()
         self._closed = False
         self._died_at = None  # when the Boss first saw the process dead
         self._owner = os.getpid()
         self.proc = ctx.Process(
-            target=_worker.run, name="autoassist-assistant", daemon=True,
-            args=(make_assistant, make_generator, windows_q, self.loss_q, self.control_q,
-                  replies_q, self.stop_event, os.getpid()))
+            target=_worker.run, name=f"autoassist-assistant-{rank}", daemon=True,
+            args=(make_assistant, make_generator, inbox_r, windows_w, replies_w,
+                  self.stop_event, os.getpid(), rank))
         self.proc.start()
-        # Only the child writes to these: with the parent's write ends closed, the pipe
-        # reports its end (EOFError) as soon as the child is gone, even mid-message.
-        for q in (windows_q, replies_q):
-            q._writer.close()
-        self._inbound = (windows_q, replies_q)
+        # the child's ends: with the parent's copies closed, the pipes end with the child
+        for conn in (inbox_r, windows_w, replies_w):
+            conn.close()
+        self._sender = Sender(inbox_w, max_droppable=loss_queue_size,
+                              name="autoassist-assistant-sender")
+        self._inbound = (windows_r, replies_r)
         self._windows = queue.Queue(boss_queue_size)  # bounded: the child cannot run ahead
         self._replies = queue.Queue()
         self._errors = []  # relayed tracebacks and read failures, filled by the readers
         self._stop_readers = threading.Event()
         # The threads get no reference to self, so that __del__ can still run.
-        self._window_reader = _start_reader("windows", windows_q, self._windows,
+        self._window_reader = _start_reader("windows", windows_r, self._windows,
                                             self._stop_readers, self._errors)
-        self._reply_reader = _start_reader("replies", replies_q, self._replies,
+        self._reply_reader = _start_reader("replies", replies_r, self._replies,
                                            self._stop_readers, self._errors)
         _live.add(self)
 
     # -- Boss -> Assistant ------------------------------------------------------------
     def send_losses(self, ids, losses) -> None:
-        """Never blocks: when the queue is full the oldest message makes room."""
-        msg = LossMsg(ids, losses)
-        for _ in range(3):
-            try:
-                self.loss_q.put_nowait(msg)
-                return
-            except queue.Full:
-                try:
-                    self.loss_q.get_nowait()
-                    self.dropped_losses += 1
-                except queue.Empty:
-                    pass
-        self.dropped_losses += 1
+        """Never blocks: when ``loss_queue_size`` loss messages wait, the oldest is dropped."""
+        try:
+            self._sender.put(LossMsg(ids, losses), droppable=True)
+        except SenderClosed:  # the process is gone; the next check says so
+            self._lost += 1
+
+    @property
+    def dropped_losses(self) -> int:
+        """Loss messages that never reached the Assistant."""
+        return self._sender.dropped + self._lost
 
     def send(self, msg) -> None:
-        """A control message (unbounded queue, so it never blocks)."""
+        """A control message, behind every loss sent before it (never blocks)."""
         self.check_alive()
-        self.control_q.put(msg)
+        try:
+            self._sender.put(msg)
+        except SenderClosed:
+            self.check_alive()
+            raise AssistantDied("the pipe to the Assistant process broke") from None
 
     # -- Assistant -> Boss ------------------------------------------------------------
     def get(self, timeout=REPLY_TIMEOUT):
@@ -118,7 +129,8 @@ class AssistantProcess:
         return self._wait(self._windows, self._window_reader, timeout)
 
     def request_state(self) -> dict:
-        """The Assistant's state after the losses sent so far (waits for the reply)."""
+        """The Assistant's state after every loss sent so far that was not dropped (they
+        travel ahead of the request on the same pipe); waits for the reply."""
         token = next(self._tokens)
         self.send(StateRequest(token))
         while True:
@@ -177,8 +189,8 @@ class AssistantProcess:
         _live.discard(self)
         self.stop_event.set()
         try:
-            self.control_q.put_nowait(STOP)
-        except (ValueError, OSError):
+            self._sender.put(STOP)
+        except SenderClosed:
             pass
         self.proc.join(JOIN_TIMEOUT)
         if self.proc.is_alive():
@@ -188,16 +200,14 @@ class AssistantProcess:
             self.proc.kill()
             self.proc.join()
         self._stop_readers.set()
-        for q in (self.loss_q, self.control_q):
-            q.cancel_join_thread()  # a feeder stuck on a dead reader must not block exit
-            q.close()
-        for q, reader in zip(self._inbound, (self._window_reader, self._reply_reader)):
-            # The process is gone, so the pipe has ended and the reader follows within
-            # POLL_INTERVAL; one that does not is a daemon and keeps its queue open.
+        # the process is gone: a write still under way fails at once, a read ends
+        self._sender.close(DRAIN_GRACE)
+        for conn, reader in zip(self._inbound, (self._window_reader, self._reply_reader)):
+            # The reader follows within POLL_INTERVAL; one that does not (a process the
+            # Assistant started holds the pipe) is a daemon and keeps its end open.
             reader.join(DRAIN_GRACE)
             if not reader.is_alive():
-                q.close()
-                q._reader.close()
+                conn.close()
 
     def __del__(self):
         try:
@@ -214,13 +224,13 @@ def _start_reader(name, src, dst, stop, errors):
 
 
 def _relay(src, dst, stop, errors):
-    """Move complete messages from multiprocessing queue *src* to local queue *dst* until
-    *stop* is set or the pipe ends; an :class:`AssistantError` goes to *errors*."""
+    """Move complete messages from pipe end *src* to local queue *dst* until *stop* is set
+    or the pipe ends; an :class:`AssistantError` goes to *errors*."""
     while not stop.is_set():
         try:
-            msg = src.get(timeout=POLL_INTERVAL)
-        except queue.Empty:
-            continue
+            if not src.poll(POLL_INTERVAL):
+                continue
+            msg = src.recv()
         except (EOFError, OSError, ValueError):
             return  # the process is gone (OSError: it died mid-message) or shut down
         except Exception as err:  # unpickling failed: the Boss must hear of it

@@ -45,8 +45,6 @@ class BatchGenerator:
         num_shards, shard_id (int): this worker's disjoint part (default: 1, 0).
     """
 
-    VERSION = 4  # 4: windows of random pairs (3: slices of the length order)
-
     def __init__(self, indices, src_sizes, tgt_sizes, max_tokens=None, max_sentences=None,
                  required_batch_size_multiple=1, window_size=4096, seed=1, num_shards=1,
                  shard_id=0):
@@ -70,7 +68,8 @@ class BatchGenerator:
         self._full_count = None
         self._epoch_counts = {}
         self.epoch = 0
-        self.cursor = 0
+        self.cursor = 0  # windows made in this pass
+        self.position = 0  # pairs of this pass's order visited
         self.carry = np.zeros(0, np.int64)
         self.carry_weights = np.zeros(0, np.float32)
         self.accept_all = False
@@ -165,6 +164,11 @@ class BatchGenerator:
         start = w * self.window_size
         return order[start:start + self.window_size]
 
+    @property
+    def pass_done(self) -> bool:
+        """Whether every pair of this pass's order was a candidate."""
+        return self.position >= len(self.shard)
+
     def begin_epoch(self, epoch: int) -> None:
         """Start data pass *epoch* (1-based) from its first window."""
         if epoch < 1:
@@ -172,6 +176,7 @@ class BatchGenerator:
         self.epoch = epoch
         self._order_cache = self._order(epoch)
         self.cursor = 0
+        self.position = 0
         self.carry = np.zeros(0, np.int64)  # accepted, not batched yet
         self.carry_weights = np.zeros(0, np.float32)
 
@@ -189,13 +194,15 @@ class BatchGenerator:
         """Score and batch the next window of the stream; None before :meth:`begin`.
 
         Windows ``0 .. num_windows - 1`` hold candidates; window ``num_windows`` batches the
-        pairs still carried and ends the pass.
+        pairs still carried and ends the pass. A window holds the next ``window_size`` pairs
+        of the pass's order: a pass resumed with another window size goes on with the same
+        order from the same pair (then the window count of that pass differs).
         """
         if self._order_cache is None:
             return None
         if self.accept_all:
             accept_fn = _accept_everything
-        if self.cursor < self.num_windows:
+        if not self.pass_done:
             plan = self._regular_window(accept_fn)
         else:
             plan = self._last_window()
@@ -210,7 +217,7 @@ class BatchGenerator:
 
     def _regular_window(self, accept_fn: AcceptFn) -> WindowPlan:
         w = self.cursor
-        ids = self._window_ids(self._order_cache[0], w)
+        ids = self._order_cache[0][self.position:self.position + self.window_size]
         rng = self._window_rng(w)
         prob = np.asarray(accept_fn(ids), dtype=np.float64)
         accepted = rng.random(len(ids)) < prob
@@ -222,6 +229,7 @@ class BatchGenerator:
         self.carry_weights = weights_of(self.carry, pool, pool_weights)
         rng.shuffle(batches)
         self.cursor = w + 1
+        self.position += len(ids)
         cost = self.num_tokens(ids).astype(np.float64)
         kept = ids[accepted]
         return WindowPlan(
@@ -234,23 +242,23 @@ class BatchGenerator:
     def _last_window(self) -> WindowPlan:
         """The pairs still carried, batched (already counted as accepted); ends the pass."""
         batches = self.make_batches(self.carry)
-        self._window_rng(self.num_windows).shuffle(batches)
-        return WindowPlan(epoch=self.epoch, window=self.num_windows, batches=batches,
+        self._window_rng(self.cursor).shuffle(batches)
+        return WindowPlan(epoch=self.epoch, window=self.cursor, batches=batches,
                           weight_ids=self.carry, weights=self.carry_weights)
 
     # -- resume ----------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {"version": self.VERSION, "epoch": self.epoch, "next_window": self.cursor,
-                "carried": self.carry.copy(), "carried_weights": self.carry_weights.copy(),
-                "accept_all": self.accept_all, "generation": self.generation,
-                "batches_made": self.batches_made}
+        """The layout is part of the checkpoint schema (``data/schema.py``), which checks
+        and migrates a saved state before it reaches :meth:`load_state_dict`."""
+        return {"epoch": self.epoch, "next_window": self.cursor, "next_pair": self.position,
+                "window_size": self.window_size, "carried": self.carry.copy(),
+                "carried_weights": self.carry_weights.copy(), "accept_all": self.accept_all,
+                "generation": self.generation, "batches_made": self.batches_made}
 
     def load_state_dict(self, state: dict) -> None:
-        if state.get("version") != self.VERSION:
-            raise RuntimeError(f"batch generator state version {state.get('version')} is not "
-                               f"{self.VERSION}; relaunch with --reset-dataloader")
         self.begin_epoch(int(state["epoch"]))
         self.cursor = int(state["next_window"])
+        self.position = min(int(state["next_pair"]), len(self.shard))
         self.carry = np.asarray(state["carried"], dtype=np.int64)
         self.carry_weights = np.asarray(state["carried_weights"], dtype=np.float32)
         self.accept_all = bool(state.get("accept_all", False))

@@ -12,6 +12,7 @@ the training thread at a point every rank reaches in the same order: the start o
 epoch, the training step before a checkpoint, and the start of validation.
 """
 
+import functools
 import logging
 from typing import Callable, List, Optional
 
@@ -20,10 +21,13 @@ import torch
 from fairseq.data.iterators import BufferedIterator, CountingIterator, EpochBatchIterating
 
 from ..losses import BossLosses
+from ..proctitle import set_title
 from .assistant_client import AssistantClient
 from .batch_generator import BatchGenerator, weights_of
 from .batch_stream import BatchStream, StreamState, agree_num_batches
 from .checkpoint import from_checkpoint, to_checkpoint
+from .schema import VERSION, describe_window_change
+from .schema import load as load_schema
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +99,17 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         return self.epoch
 
     def next_epoch_itr(self, shuffle=True, fix_batches_to_gpus=False, set_dataset_epoch=True):
-        """Agree on this epoch's batch count with every rank and return its iterator."""
+        """Agree on this epoch's batch count with every rank and return its iterator.
+
+        ``fix_batches_to_gpus`` always holds: each rank draws from its own shard, fixed for
+        the run. ``shuffle=False`` (fairseq's ``--curriculum``: epochs in length order) is
+        refused: the Assistant's batches come from windows of random pairs.
+        """
+        if not shuffle:
+            raise ValueError("--curriculum asks for the first epochs in fairseq's length "
+                             "order, which AutoAssist batches (cut from windows of random "
+                             "pairs) cannot follow: drop --curriculum with --task "
+                             "autoassist_translation")
         self._batches_before = self.batches_done
         self.epoch = self.next_epoch_idx
         self._cur_epoch_itr = None
@@ -104,7 +118,10 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         resume, self._resume = self._resume, None
         offset = self._start(resume)
         if resume is not None and resume.get("epoch") == self.epoch and offset > 0:
-            num_batches = int(resume["num_batches"])
+            num_batches = resume.get("num_batches")
+            if num_batches is None:  # saved without a batch count (plain translation)
+                num_batches = max(self._agree_num_batches(), offset)
+            num_batches = int(num_batches)
             logger.info(f"resuming epoch {self.epoch} at batch {offset}/{num_batches}")
         else:
             num_batches = self._agree_num_batches()
@@ -155,9 +172,12 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             logger.info(f"resuming the batch stream at pass {self.stream.gen_state['epoch']}, "
                         f"window {self.stream.gen_state['next_window']}, with "
                         f"{len(self.stream.pending)} batches planned")
-        elif resume is not None and offset > 0:
-            logger.warning(f"this rank's batch plan is not in the checkpoint: epoch "
-                           f"{self.epoch} goes on from a fresh pass")
+            changed = describe_window_change(self.stream.gen_state, self.generator.window_size)
+            if changed:
+                logger.info(changed)
+        elif resume is not None and offset > 0 and resume.get("ranks") is not None:
+            logger.warning(f"this rank's batch plan is not in the checkpoint: the rest of "
+                           f"epoch {self.epoch} comes from a fresh data pass")
         if resume is not None or self._carry is not None:
             # restored counters were logged before the save (the task's totals hold them):
             # the next log shows only what happens from here
@@ -185,7 +205,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         """Batches in this epoch: the same on every rank, computed from every rank's view."""
         client = self.client
         rate = 1.0 if (client.uniform or client.annealing) else self.stream.rate.value
-        mine = {"full": self.generator.epoch_batch_count(self.epoch), "rate": rate,
+        mine = {"full": self.generator.epoch_batch_count(self._data_pass()), "rate": rate,
                 "batches": self.batches_done, "failure": client.failure}
         views = self.all_gather(mine)
         if any(v["failure"] for v in views):  # every rank stops together
@@ -196,6 +216,11 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                                "their collectives would hang; please report this, and "
                                "relaunch with --reset-dataloader")
         return agree_num_batches(views)
+
+    def _data_pass(self) -> int:
+        """The data pass the stream is in (an epoch may span two; a fresh run: 1)."""
+        state = self.stream.gen_state
+        return int(state["epoch"]) if state is not None and state["epoch"] >= 1 else self.epoch
 
     def stop_on_failure(self) -> None:
         self.client.stop_on_failure()
@@ -275,7 +300,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         return {
             "version": 2, "epoch": epoch, "iterations_in_epoch": offset, "shuffle": self.shuffle,
             "autoassist": to_checkpoint({
-                "version": 3, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
+                "version": VERSION, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
                 "num_batches": None if finished else self._num_batches, "ranks": ranks,
                 "totals": self.stream.totals_at(self.iterations_in_epoch),
                 "wait_seconds": self.client.wait_seconds, "batches_done": self.batches_done,
@@ -283,15 +308,23 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         }
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Check and migrate the saved state (``schema``); the stream and the Assistant
+        are restored when the next epoch starts. A state this version cannot resume from
+        raises :class:`~.schema.CheckpointSchemaError` here, before any training."""
         self.epoch = state_dict["epoch"]
-        saved = from_checkpoint(state_dict.get("autoassist"))
-        offset = state_dict.get("iterations_in_epoch", 0)
-        if saved is None or saved.get("version") != 3:
-            logger.info("the checkpoint has no Assistant state of this version (plain "
-                        "translation run?): starting a new Assistant and batch plan")
-            saved = {"epoch": self.epoch, "offset": offset, "num_batches": None, "ranks": None}
+        offset = state_dict.get("iterations_in_epoch", 0) or 0
+        if state_dict.get("autoassist") is None:  # a plain translation checkpoint
             if offset:
-                saved["num_batches"] = None  # agreed afresh for the rest of the epoch
+                logger.warning(f"the checkpoint has no Assistant state (a plain translation "
+                               f"run) and was saved at batch {offset} of epoch {self.epoch}: a "
+                               "new Assistant starts, and the rest of the epoch comes from a "
+                               "fresh data pass")
+            else:
+                logger.info("the checkpoint has no Assistant state (a plain translation "
+                            "run): starting a new Assistant and batch plan")
+            saved = {"epoch": self.epoch, "offset": offset, "num_batches": None, "ranks": None}
+        else:
+            saved = load_schema(from_checkpoint(state_dict["autoassist"]), self.generator)
         self._resume = saved
         self._cur_epoch_itr = None
 
@@ -318,9 +351,14 @@ class _Collated:
         itr = self.itr
         loader = torch.utils.data.DataLoader(
             itr.dataset, batch_sampler=self._batches(), collate_fn=itr.collate_fn,
-            num_workers=itr.num_workers)
+            num_workers=itr.num_workers,
+            worker_init_fn=functools.partial(_title_loader, itr.shard_id))
         for k, sample in enumerate(loader):
             yield _tag(sample, itr.stream.issued[k])
+
+
+def _title_loader(rank: int, worker: int) -> None:
+    set_title(f"autoassist-loader (rank {rank}, worker {worker})", f"aa-loader-{rank}-{worker}")
 
 
 def _tag(sample: dict, batch) -> dict:

@@ -19,7 +19,8 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from .pair_checks import pair_checks
-from .store import FeatureStore, dataset_fingerprint, feature_prefix
+from .store import (FeatureStore, dataset_fingerprint, feature_prefix, token_files,
+                    token_fingerprint)
 from .tfidf import count_matrix, tfidf_features
 
 logger = logging.getLogger("autoassist_fairseq.features")
@@ -72,8 +73,10 @@ def read_side(prefix: str) -> Tuple[np.ndarray, np.ndarray]:
     return tokens, offsets
 
 
-def build_features(data_dir: str, src: str, tgt: str, split: str = "train") -> str:
-    """Compute and store the features of one split; returns the file prefix."""
+def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
+                   output: str = None) -> str:
+    """Compute and store the features of one split at path prefix *output* (default:
+    :func:`~.store.feature_prefix`); returns the file prefix."""
     from fairseq.data import Dictionary
 
     if not os.path.isdir(data_dir):
@@ -103,13 +106,16 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train") -> s
     features = tfidf_features(*counts)
     # the language check needs one vocabulary on both sides (--joined-dictionary)
     checks = pair_checks(*counts, languages=filecmp.cmp(*dict_paths, shallow=False))
-    prefix = feature_prefix(data_dir, split, src, tgt)
-    FeatureStore.save(prefix, features, {
+    output = output or feature_prefix(data_dir, split, src, tgt)
+    if os.path.dirname(output):
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+    FeatureStore.save(output, features, {
         "split": split, "source_lang": src, "target_lang": tgt,
         "src_dim": counts[0].shape[1], "tgt_dim": counts[1].shape[1],
         "fingerprint": dataset_fingerprint(sizes[0], sizes[1], dict_paths),
+        "tokens": token_fingerprint(token_files(prefixes)),
     }, pair_checks=checks)
-    return prefix
+    return output
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -125,6 +131,10 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("-t", "--target-lang", required=True, help="target language")
     parser.add_argument("--split", default="train",
                         help="dataset split whose features to build (default: train)")
+    parser.add_argument("--prefix", default=None,
+                        help="path prefix of the files to write (default: "
+                             "DATA/SPLIT.SRC-TGT.autoassist); train with the same "
+                             "--assistant-features PREFIX")
     return parser
 
 
@@ -134,7 +144,8 @@ def cli_main(argv=None) -> int:
                         level=logging.INFO, stream=sys.stdout)
     start = time.perf_counter()
     try:
-        prefix = build_features(args.data_dir, args.source_lang, args.target_lang, args.split)
+        prefix = build_features(args.data_dir, args.source_lang, args.target_lang, args.split,
+                                args.prefix)
     except (FileNotFoundError, ValueError) as err:
         logger.error(str(err))
         return 1

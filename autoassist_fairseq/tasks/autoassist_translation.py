@@ -26,7 +26,9 @@ from ..assistant.process import AssistantProcess
 from ..data.batch_generator import BatchGenerator
 from ..data.batch_iterator import AutoAssistEpochBatchIterator
 from ..data.local_source import LocalSource, pipeline_lag
-from ..features.store import FeatureStore, build_command, dataset_fingerprint, feature_prefix
+from ..features.build import dataset_prefix
+from ..features.store import (FeatureStore, build_command, dataset_fingerprint, feature_prefix,
+                              token_files, token_fingerprint)
 from ..losses import capture_token_losses, check_criterion, sentence_losses
 from .language_pair import check_language_pair
 
@@ -184,8 +186,11 @@ class AutoAssistTranslationTask(TranslationTask):
         fingerprint = dataset_fingerprint(
             stored_sizes(dataset.src), stored_sizes(dataset.tgt),
             [f"{data_path}/dict.{src}.txt", f"{data_path}/dict.{tgt}.txt"])
+        tokens = token_fingerprint(token_files(
+            [dataset_prefix(data_path, split, src, tgt, lang) for lang in (src, tgt)]))
         store = FeatureStore.open(prefix, fingerprint=fingerprint, num_rows=len(dataset),
-                                  rebuild_hint=build_command(data_path, split, src, tgt))
+                                  rebuild_hint=build_command(data_path, split, src, tgt, prefix),
+                                  tokens=tokens)
         logger.info(f"AutoAssist features: {prefix} ({store.num_rows} pairs, dim {store.dim})")
         self.hparams.pair_checks = self._use_pair_checks(store)
         return store
@@ -223,6 +228,7 @@ class AutoAssistTranslationTask(TranslationTask):
                 required_batch_size_multiple=required_batch_size_multiple, seed=seed,
                 num_shards=num_shards, shard_id=shard_id, num_workers=num_workers,
                 epoch=epoch, data_buffer_size=data_buffer_size, **kwargs)
+        _refuse_batching_flags(kwargs)
         if self.train_iterator is not None and self.train_iterator.dataset is dataset:
             return self.train_iterator  # one iterator, one Assistant, for the whole run
         carry = None
@@ -253,7 +259,7 @@ class AutoAssistTranslationTask(TranslationTask):
             start_source = functools.partial(
                 AssistantProcess, make_assistant, make_generator,
                 boss_queue_size=self.cfg.assistant_boss_queue_size,
-                loss_queue_size=self.cfg.assistant_loss_queue_size)
+                loss_queue_size=self.cfg.assistant_loss_queue_size, rank=shard_id)
         self.train_iterator = AutoAssistEpochBatchIterator(
             dataset, dataset.collater, generator, start_source, epoch=epoch,
             fallback=self.cfg.assistant_fallback, num_shards=num_shards, shard_id=shard_id,
@@ -406,6 +412,30 @@ _AVERAGED = {"accuracy": "aa_acc", "chance": "aa_acc_base", "threshold": "aa_T",
              "lambda": "aa_lambda", "unlearnable": "aa_unlearnable"}
 _COUNTED = {"dropped_losses": "aa_dropped", "nonfinite": "aa_nonfinite"}
 _LOGGED = _SUMMED + tuple(_AVERAGED) + tuple(_COUNTED) + ("failed", "n")
+
+
+# fairseq's batching flags the Assistant's iterator cannot honour, and why; the others are
+# honoured (--fix-batches-to-gpus holds by construction: a rank's shard is fixed for the run)
+_REFUSED = {
+    "skip_remainder_batch": "--skip-remainder-batch drops the last, smaller batch of each "
+                            "rank's epoch so that the ranks stay in step; AutoAssist epochs "
+                            "are an agreed number of full batches on every rank, so there is "
+                            "no such batch, and dropping one would leave its pairs out",
+    "grouped_shuffling": "--grouped-shuffling shuffles groups of length-sorted batches so "
+                         "that the ranks get similar lengths; AutoAssist batches are cut from "
+                         "windows of random pairs on each rank",
+    "update_epoch_batch_itr": "--update-epoch-batch-itr rebuilds the train iterator every "
+                              "epoch; the AutoAssist iterator holds the Assistant and its "
+                              "batch plan for the whole run",
+}
+
+
+def _refuse_batching_flags(kwargs: dict) -> None:
+    """Raise, naming the flag and why, for a fairseq batching flag that is set but that
+    AutoAssist batches cannot honour (silently ignoring it would train something else)."""
+    for name, why in _REFUSED.items():
+        if kwargs.get(name):
+            raise ValueError(f"{why}: drop it with --task autoassist_translation")
 
 
 def stored_sizes(dataset) -> Optional[np.ndarray]:

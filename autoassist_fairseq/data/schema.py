@@ -1,0 +1,190 @@
+"""The checkpoint schema of the train iterator's AutoAssist state, with one version number.
+
+fairseq saves the iterator's ``state_dict()``; its ``"autoassist"`` entry holds what a
+resumed run needs to go on exactly where the saved one stood::
+
+    {"version", "world_size", "epoch", "offset", "num_batches", "totals",
+     "wait_seconds", "batches_done",
+     "ranks": [None | {"assistant": Assistant.state_dict() | None, "stats": dict | None,
+                       "stream": None | {StreamState fields,
+                                         "generator": BatchGenerator.state_dict()}}]}
+
+:func:`load` checks a saved entry in the Boss, when the checkpoint loads, and migrates it
+from every version that has shipped; anything else is refused with the reason, never
+replaced by a fresh Assistant. Versions:
+
+- 1: one epoch plan per run (``"plan"``, generator states 1-2); the Assistant and the
+  counters migrate, the batch plan does not (the rest of a saved epoch comes from a fresh
+  data pass, with a warning);
+- 3: batch streams; fields were added inside it over time (``rate``; ``totals``,
+  ``untold``, ``untold_batches``; ``pass_counts``), and its generator state had its own
+  version: 3 (windows were slices of the length order; migrates at the start of a pass
+  only) or 4 (windows of random pairs);
+- 4: this layout: the generator state also holds ``next_pair`` and ``window_size``, so a
+  pass resumed with another ``--assistant-window`` goes on with the same order, and
+  ``batches_made`` (added inside version 3 too), the run-wide number of the next batch.
+  The Assistant's state of an ``--assistant-sync`` run also holds ``held_losses``, the
+  losses it received but had not learned yet, which a resumed run learns first.
+"""
+
+import logging
+from typing import Optional
+
+from .batch_stream import COUNTERS
+
+logger = logging.getLogger(__name__)
+
+VERSION = 4
+
+TOP_KEYS = {"version", "world_size", "epoch", "offset", "num_batches", "ranks", "totals",
+            "wait_seconds", "batches_done"}
+RANK_KEYS = {"assistant", "stats", "stream"}
+STREAM_KEYS = {"generator", "pending", "weights", "rate", "totals", "untold",
+               "untold_batches", "pass_counts"}
+GENERATOR_KEYS = {"epoch", "next_window", "next_pair", "window_size", "carried",
+                  "carried_weights", "accept_all", "generation", "batches_made"}
+_RESET = ("resume from another checkpoint, or relaunch with --reset-dataloader (a new "
+          "Assistant and batch plan)")
+
+
+class CheckpointSchemaError(ValueError):
+    """A saved AutoAssist state this version cannot resume from; the message says why."""
+
+
+def load(saved: dict, generator) -> dict:
+    """*saved* (the iterator's ``"autoassist"`` entry, arrays as numpy) checked and migrated
+    to :data:`VERSION`.
+
+    Args:
+        saved (dict): the saved entry.
+        generator (BatchGenerator): this rank's generator (for the layout of its shard).
+
+    Raises:
+        CheckpointSchemaError: an unknown version, or a state that does not fit its version.
+    """
+    if not isinstance(saved, dict):
+        raise CheckpointSchemaError(f"the checkpoint's AutoAssist state is a "
+                                    f"{type(saved).__name__}, not a dict; {_RESET}")
+    version = saved.get("version")
+    if version == 1:
+        saved = _from_v1(saved)
+    elif version == 3:
+        saved = _from_v3(saved, generator)
+    elif version != VERSION:
+        newer = isinstance(version, int) and version > VERSION
+        raise CheckpointSchemaError(
+            f"the checkpoint's AutoAssist state has schema version {version!r}; this "
+            f"autoassist-fairseq reads versions 1, 3 and {VERSION}"
+            + (" (the checkpoint is from a newer release: upgrade autoassist-fairseq)"
+               if newer else "") + f"; {_RESET}")
+    _check(saved)
+    return saved
+
+
+def _check(saved: dict) -> None:
+    _keys("the AutoAssist state", saved, TOP_KEYS, required=TOP_KEYS)
+    ranks = saved["ranks"]
+    if ranks is not None and not isinstance(ranks, list):
+        raise CheckpointSchemaError(f"the AutoAssist state's ranks is a "
+                                    f"{type(ranks).__name__}, not a list; {_RESET}")
+    for r, entry in enumerate(ranks or []):
+        if entry is None:
+            continue
+        _keys(f"rank {r}'s entry", entry, RANK_KEYS, required={"assistant"})
+        stream = entry.get("stream")
+        if stream is not None:
+            _keys(f"rank {r}'s stream", stream, STREAM_KEYS, required={"generator", "pending"})
+            _keys(f"rank {r}'s generator state", stream["generator"], GENERATOR_KEYS,
+                  required=GENERATOR_KEYS)
+
+
+def _keys(what: str, obj, allowed: set, required: set) -> None:
+    if not isinstance(obj, dict):
+        raise CheckpointSchemaError(f"{what} is a {type(obj).__name__}, not a dict; {_RESET}")
+    unknown, missing = set(obj) - allowed, required - set(obj)
+    if unknown or missing:
+        parts = ([f"unknown fields {sorted(unknown)}"] if unknown else []) + \
+                ([f"missing fields {sorted(missing)}"] if missing else [])
+        raise CheckpointSchemaError(
+            f"{what} in the checkpoint has {' and '.join(parts)} for schema version "
+            f"{VERSION}: it was written by another autoassist-fairseq; {_RESET}")
+
+
+# -- migrations ------------------------------------------------------------------------
+def _from_v1(saved: dict) -> dict:
+    """Version 1 held one plan per epoch; its Assistants and counters carry over."""
+    _keys("the AutoAssist state (version 1)", saved,
+          {"version", "world_size", "epoch", "offset", "num_batches", "plan", "ranks", "rate",
+           "totals", "batches_done", "rank_batches"}, required={"version", "epoch", "ranks"})
+    if saved.get("offset"):
+        logger.warning(f"the checkpoint's batch plan (AutoAssist state version 1) cannot be "
+                       f"continued by this version: the rest of epoch {saved['epoch']} comes "
+                       f"from a fresh data pass (the Assistant's state is kept)")
+    ranks = [None if e is None else {"assistant": e.get("assistant"), "stats": e.get("stats"),
+                                     "stream": None}
+             for e in (saved.get("ranks") or [])]
+    return {"version": VERSION, "world_size": saved.get("world_size", len(ranks)),
+            "epoch": saved["epoch"], "offset": saved.get("offset") or 0,
+            "num_batches": saved.get("num_batches"), "ranks": ranks or None,
+            "totals": {k: v for k, v in (saved.get("totals") or {}).items() if k in COUNTERS},
+            "wait_seconds": float((saved.get("totals") or {}).get("wait_seconds", 0.0)),
+            "batches_done": saved.get("batches_done", 0)}
+
+
+def _from_v3(saved: dict, generator) -> dict:
+    """Version 3, with or without the fields added inside it, generator state 3 or 4."""
+    saved = dict(saved, version=VERSION)
+    ranks = []
+    for r, entry in enumerate(saved.get("ranks") or []):
+        if entry is not None and entry.get("stream") is not None:
+            stream = dict(entry["stream"])
+            # before these fields: estimated afresh / counted from the resume on
+            for key, default in (("weights", None), ("rate", None), ("totals", None),
+                                 ("untold", None), ("untold_batches", 0),
+                                 ("pass_counts", None)):
+                stream.setdefault(key, default)
+            stream["generator"] = _generator_from_v3(stream["generator"], generator, r)
+            # before run-wide batch numbers: the batches trained come first, then the
+            # pending ones, which the generator made last
+            stream["generator"].setdefault(
+                "batches_made", int(saved.get("batches_done") or 0) + len(stream["pending"]))
+            entry = dict(entry, stream=stream)
+        ranks.append(entry)
+    saved["ranks"] = ranks if saved.get("ranks") is not None else None
+    saved.setdefault("wait_seconds", 0.0)
+    saved.setdefault("batches_done", 0)
+    saved.setdefault("totals", None)
+    return saved
+
+
+def _generator_from_v3(state: dict, generator, rank: int) -> dict:
+    state = dict(state)
+    version = state.pop("version", None)
+    if "deferred" in state:  # accepted pairs not batched yet; named "carried" since 3ab4c61
+        state["carried"] = state.pop("deferred")
+        state["carried_weights"] = state.pop("deferred_weights")
+    if version == 3:
+        if int(state.get("next_window", 0)) != 0 or len(state.get("carried", ())):
+            raise CheckpointSchemaError(
+                f"rank {rank}'s batch plan was saved in the middle of data pass "
+                f"{state.get('epoch')} by a version whose windows were slices of the length "
+                "order (generator state 3): this version visits a pass in another order and "
+                f"cannot finish that one without repeating or skipping pairs; {_RESET}")
+    elif version != 4:
+        raise CheckpointSchemaError(f"rank {rank}'s batch generator state has version "
+                                    f"{version!r} inside AutoAssist state version 3, which "
+                                    f"shipped with 3 and 4 only; {_RESET}")
+    # saved without its window size: the pass went on with windows of today's size
+    state.setdefault("window_size", generator.window_size)
+    state.setdefault("next_pair", int(state.get("next_window", 0)) * int(state["window_size"]))
+    return state
+
+
+def describe_window_change(gen_state: Optional[dict], window_size: int) -> Optional[str]:
+    """A line for the log when a pass resumes with another ``--assistant-window``."""
+    if gen_state is None or int(gen_state["window_size"]) == window_size:
+        return None
+    return (f"--assistant-window changed from {int(gen_state['window_size'])} to "
+            f"{window_size} in the middle of data pass {gen_state['epoch']}: the pass goes on "
+            f"in the same order from its pair {int(gen_state['next_pair'])}, in windows of "
+            f"the new size")

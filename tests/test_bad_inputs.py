@@ -1,0 +1,93 @@
+"""Bad inputs found by probing: stale features of another text, damaged feature files, and
+the advice for a feature file at a custom prefix. Each gets a clear error that names the
+file and a command that fixes it."""
+
+import errno
+import shutil
+
+import numpy as np
+import pytest
+
+from autoassist_fairseq.features import build
+from autoassist_fairseq.features.store import FeatureStore
+from task_helpers import fairseq_task
+
+PREFIX = "train.src-tgt.autoassist"
+
+
+@pytest.fixture
+def data(tiny_data, tmp_path):
+    """A copy of the tiny corpus with its features, free to damage."""
+    return shutil.copytree(tiny_data, tmp_path / "data-bin")
+
+
+def _open_features(data, *extra):
+    fairseq_task(data, *extra).load_dataset("train")
+
+
+def test_features_of_other_text_with_the_same_lengths_are_refused(data):
+    """A third of the source sentences edited to other words of the same length, the
+    dictionary unchanged: the lengths' fingerprint cannot see it, the tokens' does."""
+    path = data / "train.src-tgt.src.bin"
+    tokens = np.fromfile(path, dtype=np.uint16)
+    words = np.unique(tokens[tokens > 3])  # not <s>, <pad>, </s>, <unk>
+    edited = tokens.copy()
+    pick = (tokens > 3) & (np.arange(len(tokens)) % 3 == 0)
+    edited[pick] = np.roll(words, 1)[np.searchsorted(words, tokens[pick])]
+    edited.tofile(path)
+    with pytest.raises(ValueError, match="built for other text") as err:
+        _open_features(data)
+    assert str(data / PREFIX) + ".json" in str(err.value)
+    assert f"autoassist-features {data} --source-lang src" in str(err.value)
+
+
+@pytest.mark.parametrize("name, damage, match", [
+    ("json", lambda p: p.write_bytes(b""), "header .* is empty or damaged"),
+    ("json", lambda p: p.write_bytes(p.read_bytes()[:40]), "header .* is empty or damaged"),
+    ("data.npy", lambda p: p.write_bytes(b""), "is empty or truncated"),
+    ("data.npy", lambda p: p.write_bytes(p.read_bytes()[:200]), "is empty or truncated"),
+    ("pair-checks.npy", lambda p: p.write_bytes(b""), "is empty or truncated"),
+    ("pair-checks.npy", lambda p: p.write_bytes(p.read_bytes()[:300]), "is empty or truncated"),
+    ("indices.npy", lambda p: p.unlink(), "is missing"),
+    ("pair-checks.npy", lambda p: p.unlink(), "is missing"),
+])
+def test_damaged_feature_files_name_the_file_and_the_rebuild(name, damage, match, data):
+    path = data / f"{PREFIX}.{name}"
+    damage(path)
+    with pytest.raises((ValueError, FileNotFoundError), match=match) as err:
+        FeatureStore.open(str(data / PREFIX), rebuild_hint="REBUILD-COMMAND")
+    assert str(path) in str(err.value) and "rebuild it with: REBUILD-COMMAND" in str(err.value)
+
+
+def test_a_cut_pair_checks_file_stops_the_run_even_by_default(data):
+    """Before, a cut pair-checks.npy only turned the checks off after a warning."""
+    path = data / f"{PREFIX}.pair-checks.npy"
+    path.write_bytes(path.read_bytes()[:300])
+    with pytest.raises(ValueError, match="pair-checks.npy is empty or truncated") as err:
+        _open_features(data)
+    assert f"autoassist-features {data}" in str(err.value)
+
+
+def test_unreadable_is_not_reported_as_missing(data, monkeypatch):
+    """Permission denied (simulated: the tests may run as root) says so, not 'rebuild'."""
+    real = np.load
+
+    def load(path, *args, **kwargs):
+        if str(path).endswith(".data.npy"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(np, "load", load)
+    with pytest.raises(PermissionError, match="permission denied") as err:
+        FeatureStore.open(str(data / PREFIX), rebuild_hint="REBUILD-COMMAND")
+    assert f"{PREFIX}.data.npy" in str(err.value) and "missing" not in str(err.value)
+
+
+def test_the_advice_for_a_custom_prefix_builds_that_prefix(data, tmp_path):
+    prefix = tmp_path / "elsewhere" / "feats"
+    with pytest.raises(FileNotFoundError) as err:
+        _open_features(data, "--assistant-features", str(prefix))
+    command = str(err.value).split("build it with: ", 1)[1].split()
+    assert command[0] == "autoassist-features" and command[-2:] == ["--prefix", str(prefix)]
+    assert build.cli_main(command[1:]) == 0  # autoassist-features, in this process
+    _open_features(data, "--assistant-features", str(prefix))  # now it opens and matches

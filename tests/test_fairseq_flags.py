@@ -1,0 +1,53 @@
+"""fairseq's batching flags are honoured or refused with the reason, and data-pass numbers
+are used where a data pass is meant (not fairseq's epoch, a batch count)."""
+
+import numpy as np
+import pytest
+
+from autoassist_fairseq.data.batch_generator import BatchGenerator
+from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
+from autoassist_fairseq.diagnose import data_pass
+from task_helpers import fairseq_task
+
+
+@pytest.fixture(scope="module")
+def task(tiny_data):
+    task = fairseq_task(tiny_data)
+    task.load_dataset("train")
+    return task
+
+
+@pytest.mark.parametrize("flag", ["skip_remainder_batch", "grouped_shuffling",
+                                  "update_epoch_batch_itr"])
+def test_batching_flags_that_cannot_hold_are_refused_with_the_reason(task, flag):
+    with pytest.raises(ValueError, match="--" + flag.replace("_", "-")) as err:
+        task.get_batch_iterator(task.dataset("train"), max_tokens=600, **{flag: True})
+    assert "drop it" in str(err.value)
+    assert task.train_iterator is None  # refused before any Assistant started
+
+
+def _iterator(start=None):
+    sizes = np.arange(100) % 20 + 3
+    gen = BatchGenerator(np.arange(100), sizes, sizes, max_tokens=100, window_size=30)
+    return AutoAssistEpochBatchIterator(list(range(100)), None, gen, start)
+
+
+def test_curriculum_is_refused():
+    """fairseq asks for an unshuffled epoch for each epoch of --curriculum."""
+    with pytest.raises(ValueError, match="--curriculum"):
+        _iterator().next_epoch_itr(shuffle=False)
+
+
+def test_an_epoch_counts_the_batches_of_the_pass_it_is_in():
+    itr = _iterator()
+    asked = []
+    itr.generator.epoch_batch_count = lambda data_pass: asked.append(data_pass) or 10
+    itr.epoch, itr.stream.gen_state = 3, {"epoch": 2}  # fairseq epoch 3 runs in pass 2
+    itr._agree_num_batches()
+    assert asked == [2]
+
+
+def test_diagnose_reads_the_rate_of_the_pass_the_run_was_in():
+    saved = {"ranks": [{"stream": {"generator": {"epoch": 2}}}]}
+    assert data_pass(saved, {"epoch": 3}) == 2
+    assert data_pass({"ranks": [{"stream": None}]}, {"epoch": 3}) == 3  # no stream saved

@@ -1,0 +1,115 @@
+"""Resumes from the edges: a plain ``translation`` checkpoint saved mid-epoch, and a data
+pass resumed with another ``--assistant-window``."""
+
+import logging
+
+import numpy as np
+import torch
+
+from autoassist_fairseq.assistant.process import AssistantProcess
+from autoassist_fairseq.data.batch_generator import BatchGenerator
+from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
+from autoassist_fairseq.data.batch_stream import BatchStream, StreamState
+
+N = 3000
+
+
+class HalfAssistant:
+    """Stands in for the Assistant: accepts even ids with probability 1, odd ones 0.5."""
+
+    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "updates": 0}
+
+    def accept_probability(self, ids):
+        return np.where(np.asarray(ids) % 2 == 0, 1.0, 0.5)
+
+    def learn(self, ids, losses):
+        pass
+
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        pass
+
+
+def _sizes():
+    rng = np.random.default_rng(0)
+    src = rng.integers(3, 40, N)
+    return src, src + rng.integers(0, 5, N)
+
+
+def _generator(window_size=500):
+    return BatchGenerator(np.arange(N), *_sizes(), max_tokens=512, window_size=window_size,
+                          seed=5)
+
+
+def _collate(items):
+    ids = torch.tensor(items)
+    return {"id": ids, "ntokens": len(items), "net_input": {"src_lengths": ids % 5}}
+
+
+def test_plain_translation_checkpoint_saved_mid_epoch_resumes(caplog):
+    """fairseq's own iterator state, saved at batch 10 of epoch 1, carries no batch count:
+    the rest of the epoch comes from a fresh pass, the count agreed afresh."""
+    procs = []
+
+    def start():
+        procs.append(AssistantProcess(HalfAssistant, _generator))
+        return procs[-1]
+
+    itr = AutoAssistEpochBatchIterator(list(range(N)), _collate, _generator(), start)
+    try:
+        with caplog.at_level(logging.WARNING):
+            itr.load_state_dict({"version": 2, "epoch": 1, "iterations_in_epoch": 10,
+                                 "shuffle": True})
+        epoch = itr.next_epoch_itr()
+        assert epoch.n == 10 and len(epoch) == itr.generator.epoch_batch_count(1)
+        assert sum(1 for _ in epoch) == len(epoch) - 10
+        assert "rest of the epoch comes from a fresh data pass" in caplog.text
+    finally:
+        itr.shutdown()
+        for p in procs:
+            p.shutdown()
+
+
+def _pass_one(windows_from, stream, already):
+    """Pairs of data pass 1: *already* plus the stream's batches until the pass ends."""
+    seen = list(already) + [ids for ids, _ in stream.pending]
+    stream.pending.clear()
+    while True:
+        window = windows_from()
+        if window.epoch != 1:
+            return seen
+        seen += list(window.batches)
+        if window.ends_pass:
+            return seen
+
+
+def test_changed_window_mid_pass_goes_on_with_the_same_order():
+    """Saved after 5 windows of 500 and resumed with windows of 1500 (the probing case):
+    the pass visits every pair exactly once, in the saved pass's order."""
+    old = _generator(500)
+    old.begin_epoch(1)
+    stream = BatchStream(_generator(500))
+    trained = []
+    for _ in range(5):
+        stream.take(old.next_window(lambda ids: np.ones(len(ids))))
+    while stream.pending:
+        trained.append(stream.next_batch(None)[0])
+    saved = stream.state(len(stream.issued))
+
+    new = _generator(1500)
+    resumed = BatchStream(_generator(1500))
+    resumed.restore(StreamState(**vars(saved)))
+    new.load_state_dict(resumed.gen_state)
+    pass_one = _pass_one(lambda: new.next_window(lambda ids: np.ones(len(ids))), resumed,
+                         trained)
+    ids = np.concatenate(pass_one)
+    assert len(ids) == N and len(np.unique(ids)) == N
+    # the candidates after the resume are the saved pass's order from pair 2500 on
+    order = old._order_cache[0]
+    new.load_state_dict(saved.generator)  # again, to look at its next window
+    window = new.next_window(lambda ids: np.ones(len(ids)))
+    assert window.considered_pairs == N - 2500
+    assert set(window.weight_ids.tolist()) == set(order[2500:].tolist()) | set(
+        saved.generator["carried"].tolist())

@@ -1,0 +1,101 @@
+"""The Boss -> Assistant transport under stalls: a state reply holds every loss sent before
+the request (or counts it dropped), and a full outbox drops the oldest loss, never a
+control message. The stalls are made deterministic by slowing or holding the writes of
+loss messages in the Boss's process."""
+
+import threading
+import time
+from multiprocessing import connection
+
+import numpy as np
+import pytest
+
+from autoassist_fairseq.assistant.process import AssistantProcess
+
+
+class RecordingAssistant:
+    """Stands in for the Assistant: remembers the ids it learned from, in order."""
+
+    stats = {}
+
+    def __init__(self):
+        self.learned = []
+
+    def learn(self, ids, losses):
+        self.learned += np.asarray(ids).tolist()
+
+    def accept_probability(self, ids):
+        return np.ones(len(ids))
+
+    def state_dict(self):
+        return {"learned": list(self.learned)}
+
+
+class IdleGenerator:
+    epoch = 0
+
+    def begin(self, msg):
+        pass
+
+    def next_window(self, accept_fn):
+        return None
+
+
+@pytest.fixture
+def hold_losses(monkeypatch):
+    """Every write of a loss message in this process first runs ``hook()``."""
+    hooks = []
+    real = connection.Connection._send_bytes
+
+    def send_bytes(self, buf):
+        if b"LossMsg" in bytes(buf[:400]) and hooks:
+            hooks[0]()
+        return real(self, buf)
+
+    monkeypatch.setattr(connection.Connection, "_send_bytes", send_bytes)
+    return hooks
+
+
+def test_a_state_reply_holds_every_loss_sent_before_the_request(hold_losses):
+    """Each loss message takes 20 ms to write (a busy pipe): the request, sent at once
+    after them, is still answered only after all 20 were learned."""
+    hold_losses.append(lambda: time.sleep(0.02))
+    proc = AssistantProcess(RecordingAssistant, IdleGenerator, loss_queue_size=100)
+    try:
+        for i in range(20):
+            proc.send_losses(np.array([i]), np.array([1.0]))
+        state = proc.request_state()
+    finally:
+        proc.shutdown()
+    assert proc.dropped_losses == 0
+    assert state["assistant"]["learned"] == list(range(20))
+    assert state["stats"]["loss_msgs"] == 20
+
+
+def test_a_full_queue_drops_the_oldest_loss_and_never_a_request(hold_losses):
+    """The first loss message is stuck in the write (a stalled Assistant) while nine more
+    are sent to a queue of 3: the six oldest waiting ones are dropped, the newest three
+    and the state request that follows them go through."""
+    entered, release = threading.Event(), threading.Event()
+
+    def stall():
+        entered.set()
+        release.wait(10)
+
+    hold_losses.append(stall)
+    proc = AssistantProcess(RecordingAssistant, IdleGenerator, loss_queue_size=3)
+    try:
+        proc.send_losses(np.array([0]), np.array([1.0]))
+        assert entered.wait(10)
+        hold_losses.clear()
+        start = time.monotonic()
+        for i in range(1, 10):
+            proc.send_losses(np.array([i]), np.array([1.0]))
+        assert time.monotonic() - start < 0.5  # never blocks
+        assert proc.dropped_losses == 6
+        release.set()
+        state = proc.request_state()
+    finally:
+        release.set()
+        proc.shutdown()
+    assert state["assistant"]["learned"] == [0, 7, 8, 9]
