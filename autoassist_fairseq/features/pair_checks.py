@@ -28,7 +28,9 @@ projections are compared (cosine). A pair's p-value is the share of random pairi
 0.6% of the clean ones (docs/results/equal-compute.md).
 """
 
-from typing import Dict
+import argparse
+from dataclasses import asdict, dataclass, fields
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,6 +51,10 @@ MIN_OWN_LANGUAGE_SHARE = 0.5
 # 0.6% of the clean ones; clean Multi30k 0.8%, Tatoeba 3.4% (short sentences carry little
 # evidence), where flagged pairs are still trained at the floor (docs/benchmarks.md).
 UNRELATED_P_VALUE = 0.1
+# The checks, by name (PairCheckSettings.checks).
+CHECKS = ("language", "unrelated")
+# the header's count of each check's flags (older names kept)
+_COUNT_KEYS = {"language": "wrong_language"}
 # Columns of the pair-checks array (pairs x 3).
 COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_p_value")
 
@@ -135,43 +141,113 @@ def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     return (at_least / len(null)).astype(np.float32)
 
 
+@dataclass
+class PairCheckSettings:
+    """Which checks run and where they flag (recorded in the feature file's header)."""
+    checks: Tuple[str, ...] = ("language", "unrelated")
+    flag_probability: float = FLAG_PROBABILITY
+    unrelated_p_value: float = UNRELATED_P_VALUE
+
+    def __post_init__(self):
+        self.checks = tuple(self.checks)
+        unknown = [c for c in self.checks if c not in CHECKS]
+        if unknown:
+            raise ValueError(f"unknown pair check {', '.join(unknown)}; the checks are "
+                             f"{', '.join(CHECKS)}")
+
+    def to_dict(self) -> dict:
+        return dict(asdict(self), checks=list(self.checks))
+
+    @classmethod
+    def from_dict(cls, d: Optional[dict]) -> "PairCheckSettings":
+        """Settings of a header (an older header without them: the defaults of its time)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (d or {}).items() if k in names})
+
+
+def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
+    """The settings of :class:`PairCheckSettings` as command-line options."""
+    d = PairCheckSettings()
+    group = parser.add_argument_group("pair checks")
+    group.add_argument("--pair-checks", default=",".join(d.checks), metavar="NAMES",
+                       help=f"comma-separated checks to run, of {', '.join(CHECKS)}; 'none' for "
+                            f"none (default: {','.join(d.checks)})")
+    group.add_argument("--language-probability", type=float, default=d.flag_probability,
+                       help="flag a side whose P(written in the other side's language) is above "
+                            f"this (default: {d.flag_probability})")
+    group.add_argument("--unrelated-p-value", type=float, default=d.unrelated_p_value,
+                       help="flag a pair when at least this share of random pairings of the "
+                            f"corpus are as similar as its sides (default: {d.unrelated_p_value})")
+
+
+def settings_from_args(args: argparse.Namespace) -> PairCheckSettings:
+    names = [c for c in args.pair_checks.split(",") if c and c != "none"]
+    return PairCheckSettings(checks=tuple(names), flag_probability=args.language_probability,
+                             unrelated_p_value=args.unrelated_p_value)
+
+
 def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
-                languages: bool = True) -> np.ndarray:
+                languages: bool = True, symbols: Optional[Sequence[str]] = None,
+                settings: Optional[PairCheckSettings] = None) -> np.ndarray:
     """Every check of every pair: ``float32`` (pairs x 3), columns :data:`COLUMNS`
     (:func:`other_language_probability`, then :func:`unrelated_p_value`).
 
     ``languages=False`` (two dictionaries: a column is not the same subword on both sides,
     so one identifier cannot be fitted over them) leaves the language columns NaN, never
     flagged; the unrelated-sides check compares each side in its own columns and runs."""
-    if languages:
-        language = other_language_probability(src_counts, tgt_counts)
-    else:
-        language = np.full((src_counts.shape[0], 2), np.nan, dtype=np.float32)
-    return np.concatenate([language, unrelated_p_value(src_counts, tgt_counts)[:, None]],
-                          axis=1).astype(np.float32)
+    settings = settings or PairCheckSettings()
+    n = src_counts.shape[0]
+    out = np.full((n, len(COLUMNS)), np.nan, dtype=np.float32)
+    if languages and "language" in settings.checks:
+        out[:, 0:2] = other_language_probability(src_counts, tgt_counts)
+    if "unrelated" in settings.checks:
+        out[:, 2] = unrelated_p_value(src_counts, tgt_counts)
+    return out
 
 
-def flag_counts(checks: np.ndarray) -> Dict[str, int]:
-    """Pairs flagged in all, with a side in the wrong language, and taken for unrelated."""
+def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = None):
+    """Per check that ran, its continuous score (higher: more likely noise) and its flags;
+    and the union's margin: above 0 exactly where a check flags (the largest of the checks'
+    margins over their thresholds, on a log-odds or log scale), for ROC curves.
+
+    Returns:
+        (dict name -> (score, flags), np.ndarray margin)
+    """
+    settings = settings or PairCheckSettings()
+    checks = np.asarray(checks, dtype=np.float64)
+    out, margins = {}, []
+    eps = 1e-6
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if not np.isnan(checks[:, :2]).all():
+            p = np.clip(np.nanmax(np.nan_to_num(checks[:, :2], nan=0.0), axis=1), eps, 1 - eps)
+            t = settings.flag_probability
+            out["language"] = (p, p > t)
+            margins.append(np.log(p / (1 - p)) - np.log(t / (1 - t)))
+        if not np.isnan(checks[:, 2]).all():
+            p = np.nan_to_num(checks[:, 2], nan=0.0)
+            out["unrelated"] = (p, p > settings.unrelated_p_value)
+            margins.append(np.log(p + eps) - np.log(settings.unrelated_p_value + eps))
+    margin = np.max(margins, axis=0) if margins else np.full(len(checks), -np.inf)
+    return out, margin
+
+
+def flag_counts(checks: np.ndarray, settings: Optional[PairCheckSettings] = None) -> Dict[str, int]:
+    """Pairs flagged in all, and by each check."""
+    per_check, _ = check_scores(checks, settings)
+    counts = {"flagged": int(np.count_nonzero(flagged(checks, settings)))}
+    counts.update({_COUNT_KEYS.get(name, name): int(np.count_nonzero(f))
+                   for name, (_, f) in per_check.items()})
+    return counts
+
+
+def flagged(checks: np.ndarray, settings: Optional[PairCheckSettings] = None) -> np.ndarray:
+    """Whether any check that ran flags each pair (output of :func:`pair_checks` -> bool per
+    pair)."""
     checks = np.asarray(checks)
-    return {"flagged": int(np.count_nonzero(flagged(checks))),
-            "wrong_language": int(np.count_nonzero(_wrong_language(checks))),
-            "unrelated": int(np.count_nonzero(_unrelated(checks)))}
-
-
-def _wrong_language(checks: np.ndarray) -> np.ndarray:
-    return (checks[:, :2] > FLAG_PROBABILITY).any(axis=1)
-
-
-def _unrelated(checks: np.ndarray) -> np.ndarray:
-    return checks[:, 2] > UNRELATED_P_VALUE
-
-
-def flagged(checks: np.ndarray) -> np.ndarray:
-    """Whether each pair has a side in the wrong language or two unrelated sides (output of
-    :func:`pair_checks` -> bool per pair)."""
-    checks = np.asarray(checks)
-    return _wrong_language(checks) | _unrelated(checks)
+    flags = np.zeros(len(checks), dtype=bool)
+    for _, f in check_scores(checks, settings)[0].values():
+        flags |= f
+    return flags
 
 
 def check_languages_differ(probability: np.ndarray, source: str = "the feature file") -> None:
