@@ -50,13 +50,29 @@ MIN_OWN_LANGUAGE_SHARE = 0.5
 # are as similar as its two sides. Noisy Multi30k: it flags 85% of the misaligned pairs and
 # 0.6% of the clean ones; clean Multi30k 0.8%, Tatoeba 3.4% (short sentences carry little
 # evidence), where flagged pairs are still trained at the floor (docs/benchmarks.md).
-UNRELATED_P_VALUE = 0.1
+# At 0.1, 3% of the clean pairs of a Tatoeba + newstest mix were flagged; at 0.3, 0.5%, and
+# a random pairing is still flagged with probability 0.7 (its p-value is uniform).
+UNRELATED_P_VALUE = 0.3
+# A side is also in the wrong language when its subwords that the other side does not share
+# (names, numbers and codes are copied across; a third language is not) are, on average, no
+# more likely in its own language than in the other: a mean log-likelihood ratio (nats per
+# subword) at most this. 0 is the point where the evidence turns; crawled pairs with a side in
+# a third language (Spanish, Polish, ...) sit near it, real sentences far above it.
+LANGUAGE_EVIDENCE = 0.0
+# Digits check: a pair is flagged when at least DIGITS_MIN_DIFFERENT of its digits (0-9,
+# counted with multiplicity over both sides) have no counterpart on the other side, and they
+# are at least DIGITS_SHARE of all its digits. A translation keeps its numbers (their format
+# may change: 1,914.00 and 1.914,00 hold the same digits); a misaligned line of a price list
+# or a calendar does not. One different digit is let pass ("2" against "zwei").
+DIGITS_MIN_DIFFERENT = 2
+DIGITS_SHARE = 0.5
 # The checks, by name (PairCheckSettings.checks).
-CHECKS = ("language", "unrelated")
+CHECKS = ("language", "unrelated", "digits")
 # the header's count of each check's flags (older names kept)
 _COUNT_KEYS = {"language": "wrong_language"}
-# Columns of the pair-checks array (pairs x 3).
-COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_p_value")
+# Columns of the pair-checks array (pairs x 6).
+COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_p_value",
+           "own_language_evidence", "digits_different", "digits_total")
 
 _LSI_COMPONENTS = 100  # latent dimensions of cross-language LSI
 _LSI_FIT_PAIRS = 200_000  # pairs the SVD is fitted on (a random sample beyond that)
@@ -65,7 +81,13 @@ _ROWS_PER_STEP = 100_000  # rows projected at a time: memory stays O(step x comp
 
 
 def other_language_probability(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> np.ndarray:
-    """P(each side is written in the other side's language), per pair.
+    """P(each side is written in the other side's language), per pair: the first two columns
+    of :func:`language_scores`."""
+    return language_scores(src_counts, tgt_counts)[:, :2]
+
+
+def language_scores(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> np.ndarray:
+    """The language check's scores of each pair.
 
     Args:
         src_counts (scipy.sparse.csr_matrix): source subword counts (pairs x vocabulary).
@@ -73,9 +95,12 @@ def other_language_probability(src_counts: sp.csr_matrix, tgt_counts: sp.csr_mat
             vocabulary (fairseq-preprocess ``--joined-dictionary``).
 
     Returns:
-        np.ndarray: ``float32`` (pairs x 2): column 0 P(source side is in the target
-        language), column 1 P(target side is in the source language). A side without
-        tokens gets 0.5.
+        np.ndarray: ``float32`` (pairs x 3): column 0 P(source side is in the target
+        language), column 1 P(target side is in the source language) (a side without tokens
+        gets 0.5), column 2 the own-language evidence: of the two sides, the smaller mean
+        log-likelihood ratio (own language against the other, nats per subword) over its
+        subwords that the other side lacks (over all its subwords when it has none of its
+        own; +inf for an empty side).
     """
     if src_counts.shape != tgt_counts.shape:
         raise ValueError(f"pair checks need both sides over one vocabulary (fairseq-preprocess "
@@ -83,14 +108,45 @@ def other_language_probability(src_counts: sp.csr_matrix, tgt_counts: sp.csr_mat
                          f"counts {tgt_counts.shape}")
     n = src_counts.shape[0]
     if n == 0:
-        return np.zeros((0, 2), dtype=np.float32)
+        return np.zeros((0, 3), dtype=np.float32)
     # class 0: the source language, 1: the target language; one side at a time, so that the
     # two count matrices are never stacked into a copy (2 x 4.5M rows for WMT14)
     nb = MultinomialNB(alpha=1.0, fit_prior=False)
     nb.partial_fit(src_counts, np.zeros(n, dtype=np.int64), classes=[0, 1])
     nb.partial_fit(tgt_counts, np.ones(n, dtype=np.int64))
-    return np.stack([nb.predict_proba(src_counts)[:, 1], nb.predict_proba(tgt_counts)[:, 0]],
-                    axis=1).astype(np.float32)
+    out = np.empty((n, 3), dtype=np.float32)
+    out[:, 0] = nb.predict_proba(src_counts)[:, 1]
+    out[:, 1] = nb.predict_proba(tgt_counts)[:, 0]
+    ratio = (nb.feature_log_prob_[0] - nb.feature_log_prob_[1]).astype(np.float32)
+    shared = src_counts.minimum(tgt_counts)
+    evidence = []
+    for counts, sign in ((src_counts, 1.0), (tgt_counts, -1.0)):
+        own = counts - shared
+        own_len = np.asarray(own.sum(axis=1)).ravel()
+        all_len = np.asarray(counts.sum(axis=1)).ravel()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(own_len > 0, sign * (own @ ratio) / own_len,
+                            sign * (counts @ ratio) / all_len)
+        evidence.append(np.where(all_len > 0, mean, np.inf))
+    out[:, 2] = np.minimum(*evidence)
+    return out
+
+
+def digit_counts(counts: sp.csr_matrix, symbols: Sequence[str]) -> np.ndarray:
+    """How often each digit 0-9 occurs in each sentence (pairs x 10), from its subword counts
+    and the subwords' text."""
+    table = np.zeros((counts.shape[1], 10), dtype=np.float32)
+    for i, symbol in enumerate(symbols[:counts.shape[1]]):
+        for ch in symbol:
+            if "0" <= ch <= "9":
+                table[i, ord(ch) - 48] += 1
+    return np.asarray(counts @ table)
+
+
+def digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols) -> np.ndarray:
+    """Per pair: digits without a counterpart on the other side, and all digits (pairs x 2)."""
+    a, b = digit_counts(src_counts, src_symbols), digit_counts(tgt_counts, tgt_symbols)
+    return np.stack([np.abs(a - b).sum(axis=1), (a + b).sum(axis=1)], axis=1).astype(np.float32)
 
 
 def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
@@ -144,9 +200,12 @@ def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
 @dataclass
 class PairCheckSettings:
     """Which checks run and where they flag (recorded in the feature file's header)."""
-    checks: Tuple[str, ...] = ("language", "unrelated")
+    checks: Tuple[str, ...] = CHECKS
     flag_probability: float = FLAG_PROBABILITY
+    language_evidence: float = LANGUAGE_EVIDENCE
     unrelated_p_value: float = UNRELATED_P_VALUE
+    digits_min_different: int = DIGITS_MIN_DIFFERENT
+    digits_share: float = DIGITS_SHARE
 
     def __post_init__(self):
         self.checks = tuple(self.checks)
@@ -175,22 +234,40 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--language-probability", type=float, default=d.flag_probability,
                        help="flag a side whose P(written in the other side's language) is above "
                             f"this (default: {d.flag_probability})")
+    group.add_argument("--language-evidence", type=float, default=d.language_evidence,
+                       help="flag a side whose subwords not shared with the other side are on "
+                            "average at most this much more likely (log-likelihood ratio, nats "
+                            "per subword) in its own language than in the other (default: "
+                            f"{d.language_evidence})")
     group.add_argument("--unrelated-p-value", type=float, default=d.unrelated_p_value,
                        help="flag a pair when at least this share of random pairings of the "
                             f"corpus are as similar as its sides (default: {d.unrelated_p_value})")
+    group.add_argument("--digits-min-different", type=int, default=d.digits_min_different,
+                       help="flag a pair with at least this many digits without a counterpart "
+                            f"on the other side (default: {d.digits_min_different}) ...")
+    group.add_argument("--digits-share", type=float, default=d.digits_share,
+                       help="... that are at least this share of its digits (default: "
+                            f"{d.digits_share})")
 
 
 def settings_from_args(args: argparse.Namespace) -> PairCheckSettings:
     names = [c for c in args.pair_checks.split(",") if c and c != "none"]
     return PairCheckSettings(checks=tuple(names), flag_probability=args.language_probability,
-                             unrelated_p_value=args.unrelated_p_value)
+                             language_evidence=args.language_evidence,
+                             unrelated_p_value=args.unrelated_p_value,
+                             digits_min_different=args.digits_min_different,
+                             digits_share=args.digits_share)
 
 
 def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                 languages: bool = True, symbols: Optional[Sequence[str]] = None,
                 settings: Optional[PairCheckSettings] = None) -> np.ndarray:
-    """Every check of every pair: ``float32`` (pairs x 3), columns :data:`COLUMNS`
-    (:func:`other_language_probability`, then :func:`unrelated_p_value`).
+    """Every check of every pair: ``float32`` (pairs x 6), columns :data:`COLUMNS`
+    (:func:`language_scores`, :func:`unrelated_p_value`, :func:`digit_scores`); the columns
+    of a check that did not run (``settings.checks``) are NaN, never flagged.
+
+    *symbols*: the text of each subword id (one list for a joined dictionary, or a pair of
+    lists: source, target), which the digits check needs; without it, it does not run.
 
     ``languages=False`` (two dictionaries: a column is not the same subword on both sides,
     so one identifier cannot be fitted over them) leaves the language columns NaN, never
@@ -199,9 +276,12 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     n = src_counts.shape[0]
     out = np.full((n, len(COLUMNS)), np.nan, dtype=np.float32)
     if languages and "language" in settings.checks:
-        out[:, 0:2] = other_language_probability(src_counts, tgt_counts)
+        out[:, [0, 1, 3]] = language_scores(src_counts, tgt_counts)
     if "unrelated" in settings.checks:
         out[:, 2] = unrelated_p_value(src_counts, tgt_counts)
+    if "digits" in settings.checks and symbols is not None:
+        src_symbols, tgt_symbols = (symbols, symbols) if isinstance(symbols[0], str) else symbols
+        out[:, 4:6] = digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols)
     return out
 
 
@@ -221,12 +301,23 @@ def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = Non
         if not np.isnan(checks[:, :2]).all():
             p = np.clip(np.nanmax(np.nan_to_num(checks[:, :2], nan=0.0), axis=1), eps, 1 - eps)
             t = settings.flag_probability
-            out["language"] = (p, p > t)
-            margins.append(np.log(p / (1 - p)) - np.log(t / (1 - t)))
+            margin = np.log(p / (1 - p)) - np.log(t / (1 - t))
+            if checks.shape[1] > 3 and not np.isnan(checks[:, 3]).all():
+                # nats per subword: x4 puts a side's mean on the scale of a sentence's log-odds
+                evidence = np.nan_to_num(checks[:, 3], nan=np.inf)
+                margin = np.maximum(margin, 4.0 * (settings.language_evidence - evidence))
+            out["language"] = (margin, margin > 0)
+            margins.append(margin)
         if not np.isnan(checks[:, 2]).all():
             p = np.nan_to_num(checks[:, 2], nan=0.0)
             out["unrelated"] = (p, p > settings.unrelated_p_value)
             margins.append(np.log(p + eps) - np.log(settings.unrelated_p_value + eps))
+        if checks.shape[1] > 4 and not np.isnan(checks[:, 4]).all():
+            different, total = (np.nan_to_num(checks[:, i], nan=0.0) for i in (4, 5))
+            share = different / np.maximum(total, 1.0)
+            hit = (different >= settings.digits_min_different) & (share >= settings.digits_share)
+            out["digits"] = (share, hit)
+            margins.append(np.where(hit, share, np.minimum(share - settings.digits_share, -eps)))
     margin = np.max(margins, axis=0) if margins else np.full(len(checks), -np.inf)
     return out, margin
 
