@@ -59,21 +59,25 @@ UNRELATED_P_VALUE = 0.3
 # subword) at most this. 0 is the point where the evidence turns; crawled pairs with a side in
 # a third language (Spanish, Polish, ...) sit near it, real sentences far above it.
 LANGUAGE_EVIDENCE = 0.0
-# Digits check: a pair is flagged when at least DIGITS_MIN_DIFFERENT of its digits (0-9,
-# counted with multiplicity over both sides) have no counterpart on the other side, and they
-# are at least DIGITS_SHARE of all its digits. A translation keeps its numbers (their format
-# may change: 1,914.00 and 1.914,00 hold the same digits); a misaligned line of a price list
-# or a calendar does not. One different digit is let pass ("2" against "zwei").
+# Digits check: a pair with digits on both sides is flagged when at least DIGITS_MIN_DIFFERENT
+# of its digits (0-9, counted with multiplicity over both sides) have no counterpart on the
+# other side, and they are at least DIGITS_SHARE of all its digits. A translation keeps its
+# numbers (their format may change: 1,914.00 and 1.914,00 hold the same digits); a misaligned
+# line of a price list or a calendar does not. One different digit is let pass. A side
+# without digits may spell a number out ("fifty" against "50", "halb drei" against "2:30"):
+# such a pair is flagged only from DIGITS_ONE_SIDE digits on (a year, a price, a date).
 DIGITS_MIN_DIFFERENT = 2
 DIGITS_SHARE = 0.5
+DIGITS_ONE_SIDE = 4
 # The checks, by name (PairCheckSettings.checks).
 CHECKS = ("language", "unrelated", "digits")
 # the header's count of each check's flags (older names kept)
 _COUNT_KEYS = {"language": "wrong_language"}
-# Columns of the pair-checks array (pairs x 6).
+# Columns of the pair-checks array (pairs x 7).
 COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_p_value",
-           "own_language_evidence", "digits_different", "digits_total")
+           "own_language_evidence", "digits_different", "source_digits", "target_digits")
 
+_MIN_OWN_SUBWORDS = 3  # unshared subwords a side needs for its own-language evidence
 _LSI_COMPONENTS = 100  # latent dimensions of cross-language LSI
 _LSI_FIT_PAIRS = 200_000  # pairs the SVD is fitted on (a random sample beyond that)
 _NULL_PAIRS = 200_000  # random pairings that make the p-values' reference distribution
@@ -99,8 +103,7 @@ def language_scores(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> np.
         language), column 1 P(target side is in the source language) (a side without tokens
         gets 0.5), column 2 the own-language evidence: of the two sides, the smaller mean
         log-likelihood ratio (own language against the other, nats per subword) over its
-        subwords that the other side lacks (over all its subwords when it has none of its
-        own; +inf for an empty side).
+        subwords that the other side lacks (+inf for a side with fewer than 3 such).
     """
     if src_counts.shape != tgt_counts.shape:
         raise ValueError(f"pair checks need both sides over one vocabulary (fairseq-preprocess "
@@ -123,20 +126,22 @@ def language_scores(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> np.
     for counts, sign in ((src_counts, 1.0), (tgt_counts, -1.0)):
         own = counts - shared
         own_len = np.asarray(own.sum(axis=1)).ravel()
-        all_len = np.asarray(counts.sum(axis=1)).ravel()
         with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(own_len > 0, sign * (own @ ratio) / own_len,
-                            sign * (counts @ ratio) / all_len)
-        evidence.append(np.where(all_len > 0, mean, np.inf))
+            mean = sign * (own @ ratio) / own_len
+        # too few subwords of its own to tell (a name or two): left to column 0/1
+        evidence.append(np.where(own_len >= _MIN_OWN_SUBWORDS, mean, np.inf))
     out[:, 2] = np.minimum(*evidence)
     return out
 
 
 def digit_counts(counts: sp.csr_matrix, symbols: Sequence[str]) -> np.ndarray:
-    """How often each digit 0-9 occurs in each sentence (pairs x 10), from its subword counts
-    and the subwords' text."""
+    """How often each digit 0-9 occurs in the numbers of each sentence (pairs x 10), from its
+    subword counts and the subwords' text. Only subwords without letters count: the digits of
+    a name or code ("MP3", "s12") are not a number a translation must keep."""
     table = np.zeros((counts.shape[1], 10), dtype=np.float32)
     for i, symbol in enumerate(symbols[:counts.shape[1]]):
+        if any(ch.isalpha() for ch in symbol):
+            continue
         for ch in symbol:
             if "0" <= ch <= "9":
                 table[i, ord(ch) - 48] += 1
@@ -144,9 +149,11 @@ def digit_counts(counts: sp.csr_matrix, symbols: Sequence[str]) -> np.ndarray:
 
 
 def digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols) -> np.ndarray:
-    """Per pair: digits without a counterpart on the other side, and all digits (pairs x 2)."""
+    """Per pair: digits without a counterpart on the other side, the source's digits and the
+    target's digits (pairs x 3)."""
     a, b = digit_counts(src_counts, src_symbols), digit_counts(tgt_counts, tgt_symbols)
-    return np.stack([np.abs(a - b).sum(axis=1), (a + b).sum(axis=1)], axis=1).astype(np.float32)
+    return np.stack([np.abs(a - b).sum(axis=1), a.sum(axis=1), b.sum(axis=1)],
+                    axis=1).astype(np.float32)
 
 
 def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
@@ -206,6 +213,7 @@ class PairCheckSettings:
     unrelated_p_value: float = UNRELATED_P_VALUE
     digits_min_different: int = DIGITS_MIN_DIFFERENT
     digits_share: float = DIGITS_SHARE
+    digits_one_side: int = DIGITS_ONE_SIDE
 
     def __post_init__(self):
         self.checks = tuple(self.checks)
@@ -247,7 +255,10 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
                             f"on the other side (default: {d.digits_min_different}) ...")
     group.add_argument("--digits-share", type=float, default=d.digits_share,
                        help="... that are at least this share of its digits (default: "
-                            f"{d.digits_share})")
+                            f"{d.digits_share}); a pair with digits on one side only: ...")
+    group.add_argument("--digits-one-side", type=int, default=d.digits_one_side,
+                       help="... with at least this many (default: "
+                            f"{d.digits_one_side})")
 
 
 def settings_from_args(args: argparse.Namespace) -> PairCheckSettings:
@@ -256,13 +267,14 @@ def settings_from_args(args: argparse.Namespace) -> PairCheckSettings:
                              language_evidence=args.language_evidence,
                              unrelated_p_value=args.unrelated_p_value,
                              digits_min_different=args.digits_min_different,
-                             digits_share=args.digits_share)
+                             digits_share=args.digits_share,
+                             digits_one_side=args.digits_one_side)
 
 
 def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                 languages: bool = True, symbols: Optional[Sequence[str]] = None,
                 settings: Optional[PairCheckSettings] = None) -> np.ndarray:
-    """Every check of every pair: ``float32`` (pairs x 6), columns :data:`COLUMNS`
+    """Every check of every pair: ``float32`` (pairs x 7), columns :data:`COLUMNS`
     (:func:`language_scores`, :func:`unrelated_p_value`, :func:`digit_scores`); the columns
     of a check that did not run (``settings.checks``) are NaN, never flagged.
 
@@ -281,7 +293,7 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
         out[:, 2] = unrelated_p_value(src_counts, tgt_counts)
     if "digits" in settings.checks and symbols is not None:
         src_symbols, tgt_symbols = (symbols, symbols) if isinstance(symbols[0], str) else symbols
-        out[:, 4:6] = digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols)
+        out[:, 4:7] = digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols)
     return out
 
 
@@ -304,7 +316,7 @@ def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = Non
             margin = np.log(p / (1 - p)) - np.log(t / (1 - t))
             if checks.shape[1] > 3 and not np.isnan(checks[:, 3]).all():
                 # nats per subword: x4 puts a side's mean on the scale of a sentence's log-odds
-                evidence = np.nan_to_num(checks[:, 3], nan=np.inf)
+                evidence = np.where(np.isnan(checks[:, 3]), np.inf, checks[:, 3])
                 margin = np.maximum(margin, 4.0 * (settings.language_evidence - evidence))
             out["language"] = (margin, margin > 0)
             margins.append(margin)
@@ -313,9 +325,12 @@ def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = Non
             out["unrelated"] = (p, p > settings.unrelated_p_value)
             margins.append(np.log(p + eps) - np.log(settings.unrelated_p_value + eps))
         if checks.shape[1] > 4 and not np.isnan(checks[:, 4]).all():
-            different, total = (np.nan_to_num(checks[:, i], nan=0.0) for i in (4, 5))
-            share = different / np.maximum(total, 1.0)
-            hit = (different >= settings.digits_min_different) & (share >= settings.digits_share)
+            different, a, b = (np.nan_to_num(checks[:, i], nan=0.0) for i in (4, 5, 6))
+            share = different / np.maximum(a + b, 1.0)
+            one_side = (a == 0) | (b == 0)
+            hit = np.where(one_side, different >= settings.digits_one_side,
+                           (different >= settings.digits_min_different) &
+                           (share >= settings.digits_share))
             out["digits"] = (share, hit)
             margins.append(np.where(hit, share, np.minimum(share - settings.digits_share, -eps)))
     margin = np.max(margins, axis=0) if margins else np.full(len(checks), -np.inf)
@@ -326,6 +341,7 @@ def flag_counts(checks: np.ndarray, settings: Optional[PairCheckSettings] = None
     """Pairs flagged in all, and by each check."""
     per_check, _ = check_scores(checks, settings)
     counts = {"flagged": int(np.count_nonzero(flagged(checks, settings)))}
+    counts.update({_COUNT_KEYS.get(name, name): 0 for name in CHECKS})  # those that did not run
     counts.update({_COUNT_KEYS.get(name, name): int(np.count_nonzero(f))
                    for name, (_, f) in per_check.items()})
     return counts
