@@ -60,7 +60,7 @@ RULES = {
                "change with --min-len N / --max-len N"),
     "ratio": ("with a src/tgt token ratio off {center_text} by more than a factor {ratio}"
               "{slack_text}",
-              "change with --ratio R, --ratio-slack N, --absolute-ratio or --no-ratio-filter"),
+              "change with --ratio R, --absolute-ratio or --no-ratio-filter (or --ratio-slack N)"),
 }
 
 
