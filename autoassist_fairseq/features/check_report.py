@@ -8,8 +8,9 @@ joined vocabulary (what ``fairseq-preprocess --joined-dictionary`` binarises) an
 :func:`.pair_checks.pair_checks`, the function ``autoassist-features`` runs. It then scores
 every check on the labelled pairs:
 
-- ``flag_rate[check][label]``: share of each label's pairs flagged by a check; ``cleaning``
-  is the share the cleaning step dropped, ``union`` the share dropped or flagged by any check;
+- ``flag_rate[check][label]``: share of each label's pairs flagged by a check (of those that
+  reached the checks; also for the groups ``A+L`` and ``V+F``); ``cleaning`` is the share
+  the cleaning step dropped, ``union`` the share dropped or flagged by any check;
 - ``precision`` / ``recall`` of the union for noise (``A``, ``L``, ``T``) against valid
   translations (``V``, ``F``);
 - ``auc[name]``: area under the ROC curve of each score for ``V``+``F`` against ``A``+``L``
@@ -209,6 +210,9 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
         reached = ~dropped if name not in ("cleaning", "union") else np.ones_like(dropped)
         flag_rate[name] = {k: float(f[(labels == k) & reached].mean())
                            if ((labels == k) & reached).any() else float("nan") for k in kinds}
+        for group in (AUC_NOISE, VALID):  # the goals' groups: A+L, V+F
+            pick = np.isin(labels, group) & reached
+            flag_rate[name]["+".join(group)] = float(f[pick].mean()) if pick.any() else float("nan")
     noise, valid = np.isin(labels, NOISE), np.isin(labels, VALID)
     true_pos = int(np.count_nonzero(union & noise))
     auc = {name: _auc(labels, s) for name, s in scores.items()}

@@ -24,8 +24,24 @@ truncated SVD of the joined TF-IDF rows ``[source | target]`` of the corpus lear
 source and target subwords occur together; each side is projected alone and the two
 projections are compared (cosine). A pair's p-value is the share of random pairings
 (source of one pair, target of another) at least as similar; it is flagged above
-:data:`UNRELATED_P_VALUE`. On noisy Multi30k that flags 85% of the misaligned pairs and
-0.6% of the clean ones (docs/results/equal-compute.md).
+:data:`UNRELATED_P_VALUE`.
+
+Real crawled noise is subtler (docs/results/paracrawl/README.md, measured with
+``autoassist-check-report`` on human-labelled ParaCrawl pairs): a side is often in a *third*
+language, which the two-class identifier cannot name, and a misaligned pair is often a
+neighbouring line of the same page (the same price list with other prices), which LSI finds
+as alike as a translation. Two cheaper signals catch part of that:
+
+- the language check also takes a side's *own-language evidence*: the mean naive Bayes
+  log-likelihood ratio (its language against the other) of the subwords it does not share
+  with the other side (names and numbers are copied across; a third language is not). A
+  real sentence scores far above 0, a third language near it; at most
+  :data:`LANGUAGE_EVIDENCE` flags;
+- the digits check compares the digits of the numbers on the two sides
+  (:data:`DIGITS_MIN_DIFFERENT`, :data:`DIGITS_SHARE`, :data:`DIGITS_ONE_SIDE`).
+
+Which checks run and their bars are :class:`PairCheckSettings`, options of
+``autoassist-features`` recorded in the feature file's header.
 """
 
 import argparse
