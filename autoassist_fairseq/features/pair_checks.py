@@ -63,12 +63,11 @@ FLAG_PROBABILITY = 0.99
 # languages to the check (e.g. one language on both sides), and its flags mean nothing.
 MIN_OWN_LANGUAGE_SHARE = 0.5
 # A pair is taken for unrelated when at least this share of random pairings of the corpus
-# are as similar as its two sides. Noisy Multi30k: it flags 85% of the misaligned pairs and
-# 0.6% of the clean ones; clean Multi30k 0.8%, Tatoeba 3.4% (short sentences carry little
-# evidence), where flagged pairs are still trained at the floor (docs/benchmarks.md).
-# At 0.1, 3% of the clean pairs of a Tatoeba + newstest mix were flagged, and the check found
-# almost none of the crawled misalignment (docs/results/paracrawl/README.md); at 0.3 a random
-# pairing is still flagged with probability 0.7 (its p-value is uniform).
+# are as similar as its two sides. At a bar of 0.1 it flagged 85% of noisy Multi30k's
+# misaligned pairs and 0.6% of its clean ones, but 3.4% of Tatoeba (short sentences carry
+# little evidence; docs/benchmarks.md) and almost none of the crawled misalignment of
+# ParaCrawl (docs/results/paracrawl/README.md). At 0.3 Tatoeba's flags fall below 1%, and a
+# random pairing is still flagged with probability 0.7 (its p-value is uniform).
 UNRELATED_P_VALUE = 0.3
 # A side is also in the wrong language when its subwords that the other side does not share
 # (names, numbers and codes are copied across; a third language is not) are, on average, no
