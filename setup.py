@@ -43,6 +43,7 @@ setup(
         "console_scripts": [
             "autoassist-features = autoassist_fairseq.features.build:cli_main",
             "autoassist-diagnose = autoassist_fairseq.diagnose:cli_main",
+            "autoassist-check-report = autoassist_fairseq.features.check_report:cli_main",
         ],
     },
 )

@@ -10,7 +10,10 @@ stay aligned. Without ``--filter`` (valid/test sets) every line is kept, byte fo
 The length ratio: by default a pair is dropped when ``src/tgt`` differs from the corpus's
 median ``src/tgt`` by more than a factor of ``--ratio``. With ``--absolute-ratio`` the
 median is taken as 1 (Moses' rule: the longer side has more than ``--ratio`` times the
-tokens of the shorter one). The median matters for language pairs that are segmented
+tokens of the shorter one). A short pair may differ from the ratio by ``--ratio-slack``
+tokens more (default 2 for the median rule, 0 for ``--absolute-ratio``): one or two words
+more or fewer move the ratio of a 3-word sentence by a factor of 1.5 and more, which is
+normal for a translation, not a sign of misalignment. The median matters for language pairs that are segmented
 differently (e.g. pre-segmented Japanese against English has systematically more
 tokens on one side): Moses' rule drops a large share of such a clean corpus, while its
 median-relative form drops only the pairs whose ratio is unusual for the corpus. For
@@ -55,8 +58,9 @@ RULES = {
     "chars": ("with a side over {max_chars} characters", "change with --max-chars N"),
     "length": ("with a side under {min_len} or over {max_len} tokens",
                "change with --min-len N / --max-len N"),
-    "ratio": ("with a src/tgt token ratio off {center_text} by more than a factor {ratio}",
-              "change with --ratio R, --absolute-ratio or --no-ratio-filter"),
+    "ratio": ("with a src/tgt token ratio off {center_text} by more than a factor {ratio}"
+              "{slack_text}",
+              "change with --ratio R, --absolute-ratio or --no-ratio-filter (or --ratio-slack N)"),
 }
 
 
@@ -78,7 +82,7 @@ def normalise(line: str) -> str:
 
 
 def keep_pair(src_words: int, tgt_words: int, min_len: int, max_len: int, ratio: float,
-              center: float = 1.0) -> bool:
+              center: float = 1.0, slack: float = 0.0) -> bool:
     """Moses' length rules for one pair.
 
     Args:
@@ -89,13 +93,15 @@ def keep_pair(src_words: int, tgt_words: int, min_len: int, max_len: int, ratio:
         ratio (float): largest factor by which ``src/tgt`` may differ from *center*
             (0: no ratio rule).
         center (float, optional): the typical ``src/tgt`` of the corpus (default: 1.0).
+        slack (float, optional): tokens a side may have beyond the ratio (default: 0).
     """
-    return pair_rule(src_words, tgt_words, 0, 0, min_len, max_len, 0, ratio, center) is None
+    return pair_rule(src_words, tgt_words, 0, 0, min_len, max_len, 0, ratio, center,
+                     slack) is None
 
 
 def pair_rule(src_tokens: int, tgt_tokens: int, src_chars: int, tgt_chars: int,
               min_len: int, max_len: int, max_chars: int, ratio: float,
-              center: float) -> Optional[str]:
+              center: float, slack: float = 0.0) -> Optional[str]:
     """The first rule of :data:`RULES` that drops a pair, or None to keep it."""
     if src_tokens == 0 or tgt_tokens == 0:
         return "empty"
@@ -104,8 +110,8 @@ def pair_rule(src_tokens: int, tgt_tokens: int, src_chars: int, tgt_chars: int,
     if src_tokens < min_len or tgt_tokens < min_len or \
             (max_len and (src_tokens > max_len or tgt_tokens > max_len)):
         return "length"
-    if ratio and (src_tokens > ratio * center * tgt_tokens or
-                  center * tgt_tokens > ratio * src_tokens):
+    if ratio and (src_tokens > ratio * center * tgt_tokens + slack or
+                  center * tgt_tokens > ratio * src_tokens + slack):
         return "ratio"
     return None
 
@@ -147,7 +153,8 @@ def report(counts: dict, n: int, kept: int, args, center: float) -> None:
     center_text = ("1 (--absolute-ratio)" if args.absolute_ratio
                    else f"the corpus median {center:.3f}")
     names = dict(max_chars=args.max_chars, min_len=args.min_len,
-                 max_len=args.max_len or "no limit", ratio=args.ratio, center_text=center_text)
+                 max_len=args.max_len or "no limit", ratio=args.ratio, center_text=center_text,
+                 slack_text=f" (and {args.ratio_slack:g} tokens)" if args.ratio_slack else "")
     parts = [f"{counts[r]} {RULES[r][0].format(**names)}" for r in RULES if counts[r]]
     print(f"kept {kept} of {n} pairs ({dropped} dropped{': ' if parts else ''}"
           f"{'; '.join(parts)}) -> {args.out_src}, {args.out_tgt}")
@@ -192,6 +199,10 @@ def get_parser() -> argparse.ArgumentParser:
                         help="compare the ratio with 1 instead of the corpus median "
                              "(Moses' clean-corpus-n rule; right only for pairs of similar "
                              "segmentation)")
+    parser.add_argument("--ratio-slack", type=float, default=None,
+                        help="tokens a side may have beyond the ratio rule, so that a word more "
+                             "or less does not drop a short pair (default: 2; 0 with "
+                             "--absolute-ratio, Moses' rule)")
     parser.add_argument("--line-ids-in", default=None,
                         help="file of one id per input line (the --line-ids-out of an earlier "
                              "filter); default: the 0-based input line numbers")
@@ -205,6 +216,8 @@ def get_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = get_parser().parse_args(argv)
+    if args.ratio_slack is None:
+        args.ratio_slack = 0.0 if args.absolute_ratio else 2.0
     if args.no_ratio_filter:
         args.ratio = 0.0
     elif args.ratio < 1.0:
@@ -241,7 +254,8 @@ def main(argv=None) -> int:
             center = median_ratio(src_tok[ok], tgt_tok[ok])
         for i in range(n_src):
             if rule[i] is None and args.ratio:
-                rule[i] = pair_rule(src_tok[i], tgt_tok[i], 0, 0, 0, 0, 0, args.ratio, center)
+                rule[i] = pair_rule(src_tok[i], tgt_tok[i], 0, 0, 0, 0, 0, args.ratio, center,
+                                    args.ratio_slack)
             if rule[i] is not None:
                 keep[i] = False
                 counts[rule[i]] += 1

@@ -17,7 +17,8 @@ usage() {
     cat <<EOF
 Usage: $(basename "$0") --src SRC --tgt TGT --train PREFIX --valid PREFIX --test PREFIX
                          --out DIR [--bpe-size N] [--workers N] [--min-len N] [--max-len N]
-                         [--ratio R] [--absolute-ratio] [--no-ratio-filter] [--max-chars N]
+                         [--ratio R] [--ratio-slack N] [--absolute-ratio] [--no-ratio-filter]
+                         [--max-chars N]
 
 Reads PREFIX.SRC and PREFIX.TGT (plain text or .gz, one sentence per line, line N of
 one side translating line N of the other) for each split and writes to DIR:
@@ -59,6 +60,8 @@ Options:
                     (default 250)
   --ratio R         drop training pairs whose SRC/TGT piece ratio differs from the
                     corpus's median ratio by more than a factor R (default 1.5)
+  --ratio-slack N   pieces a side may have beyond the ratio, so that a word more or
+                    less does not drop a short pair (default 2; 0 with --absolute-ratio)
   --absolute-ratio  compare the ratio with 1 instead of the median (Moses'
                     clean-corpus-n rule; only for pairs segmented alike, such as en-de)
   --no-ratio-filter
@@ -76,14 +79,14 @@ EOF
 }
 
 SRC= TGT= TRAIN= VALID= TEST= OUT= BPE_SIZE=8000 WORKERS=2
-MIN_LEN=1 MAX_LEN=250 RATIO=1.5 RATIO_MODE=median MAX_CHARS=2000
+MIN_LEN=1 MAX_LEN=250 RATIO=1.5 RATIO_MODE=median MAX_CHARS=2000 RATIO_SLACK=
 while [[ $# -gt 0 ]]; do
     case "$1" in
         -h|--help) usage; exit 0 ;;
         --no-ratio-filter) RATIO_MODE=off; shift; continue ;;
         --absolute-ratio) [[ $RATIO_MODE == off ]] || RATIO_MODE=absolute; shift; continue ;;
         --src|--tgt|--train|--valid|--test|--out|--bpe-size|--workers|--min-len|--max-len|\
-        --ratio|--max-chars)
+        --ratio|--ratio-slack|--max-chars)
             [[ $# -ge 2 ]] || { usage >&2; die "$1 needs a value"; } ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
@@ -99,6 +102,7 @@ while [[ $# -gt 0 ]]; do
         --min-len) MIN_LEN="$2" ;;
         --max-len) MAX_LEN="$2" ;;
         --ratio) RATIO="$2" ;;
+        --ratio-slack) RATIO_SLACK="$2" ;;
         --max-chars) MAX_CHARS="$2" ;;
     esac
     shift 2
@@ -118,6 +122,10 @@ fi
 # (empty sides, absurd lengths in characters); lengths and ratio on subword pieces
 PRE_FILTER=(--filter --min-len 1 --max-len 0 --max-chars "$MAX_CHARS" --no-ratio-filter)
 PIECE_FILTER=(--filter --min-len "$MIN_LEN" --max-len "$MAX_LEN" --ratio "$RATIO")
+if [[ -n "$RATIO_SLACK" ]]; then
+    [[ "$RATIO_SLACK" =~ ^[0-9]+$ ]] || die "--ratio-slack needs a whole number (got '$RATIO_SLACK')"
+    PIECE_FILTER+=(--ratio-slack "$RATIO_SLACK")
+fi
 case $RATIO_MODE in
     off) PIECE_FILTER+=(--no-ratio-filter) ;;
     absolute) PIECE_FILTER+=(--absolute-ratio) ;;
@@ -205,7 +213,7 @@ fi
 # --- 5. length and ratio filters of the training pairs, on subword pieces -----------------
 # (fairseq's WMT recipe cleans the BPE output too: a ratio of pieces means the same for
 # languages segmented differently, where a ratio of words does not)
-sig="$(signature v1 "${PIECE_FILTER[@]}" "$SPM/train.unfiltered.$SRC" "$SPM/train.unfiltered.$TGT" \
+sig="$(signature v2 "${PIECE_FILTER[@]}" "$SPM/train.unfiltered.$SRC" "$SPM/train.unfiltered.$TGT" \
     "$RAW/train.kept-lines")"
 if step_is_done "$STAMPS" piece-filter "$sig" "$SPM/train.$SRC" "$SPM/train.$TGT" "$OUT/train.kept-lines"; then
     log "step piece-filter: reusing $SPM/train.{$SRC,$TGT} (inputs unchanged)"
@@ -213,7 +221,7 @@ else
     case $RATIO_MODE in
         off) rule="no ratio rule" ;;
         absolute) rule="piece ratio <= $RATIO" ;;
-        *) rule="piece ratio within a factor $RATIO of the corpus median" ;;
+        *) rule="piece ratio within a factor $RATIO of the corpus median (and ${RATIO_SLACK:-2} pieces)" ;;
     esac
     log "step piece-filter: keeping training pairs of $MIN_LEN-$MAX_LEN pieces a side, $rule"
     step_reset "$STAMPS" piece-filter

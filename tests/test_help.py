@@ -19,7 +19,8 @@ PYTHON_SCRIPTS = ["clean_corpus.py", "spm_train_encode.py", "launch_cpu_workers.
                   "average_checkpoints.py", "sacrebleu_score.py", "make_synthetic_corpus.py",
                   "benchmark_assistant.py", "benchmark_padding.py", "config_to_args.py",
                   "drop_noise.py", "compare_results.py",
-                  "autoassist_fairseq.features.build:cli_main"]
+                  "autoassist_fairseq.features.build:cli_main",
+                  "autoassist_fairseq.features.check_report:cli_main"]
 BASH_SCRIPTS = ["prepare-corpus.sh", "prepare-wmt14en2de.sh", "evaluate.sh", "demo.sh",
                 "setup_env.sh", "_common.sh"]
 

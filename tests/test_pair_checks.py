@@ -1,11 +1,14 @@
+import json
 import shutil
 
 import numpy as np
 import pytest
 
 from autoassist_fairseq.assistant import Assistant, AssistantHParams
-from autoassist_fairseq.features.pair_checks import (FLAG_PROBABILITY, UNRELATED_P_VALUE,
-                                                     check_languages_differ, flag_counts, flagged,
+from autoassist_fairseq.features.pair_checks import (COLUMNS, FLAG_PROBABILITY,
+                                                     PairCheckSettings, check_languages_differ,
+                                                     check_scores, digit_scores, flag_counts,
+                                                     flagged, language_scores,
                                                      other_language_probability, pair_checks,
                                                      unrelated_p_value)
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix
@@ -73,7 +76,8 @@ def test_unrelated_check_flags_misaligned_pairs_and_few_translations():
     p = unrelated_p_value(src, tgt)
     assert p.shape == (len(kind),) and p.dtype == np.float32
     assert p.min() >= 0 and p.max() <= 1
-    unrelated = p > UNRELATED_P_VALUE
+    # at a bar of 0.1 (the default, 0.3, flags fewer: a random pairing with probability 0.7)
+    unrelated = p > 0.1
     # (below the 85% of noisy Multi30k: here a fifth of the random pairings that make the
     # reference have a target outside the target language, so they look less alike)
     assert unrelated[kind == MISALIGNED].mean() > 0.6
@@ -88,15 +92,84 @@ def test_unrelated_check_flags_misaligned_pairs_and_few_translations():
 def test_all_checks_together():
     src, tgt, kind = _corpus()
     checks = pair_checks(src, tgt)
-    assert checks.shape == (len(kind), 3) and checks.dtype == np.float32
-    flags = flagged(checks)
+    assert checks.shape == (len(kind), len(COLUMNS)) and checks.dtype == np.float32
+    assert np.isnan(checks[:, 4:]).all()  # no subword text: the digits check cannot run
+    settings = PairCheckSettings(unrelated_p_value=0.1)
+    flags = flagged(checks, settings)
     assert flags[np.isin(kind, [COPY, WRONG_LANG])].mean() > 0.98
     assert flags[kind == MISALIGNED].mean() > 0.6
     assert flags[kind == CLEAN].mean() < 0.02
-    counts = flag_counts(checks)
+    # the union's margin is above 0 exactly where a check flags
+    np.testing.assert_array_equal(check_scores(checks, settings)[1] > 0, flags)
+    # a check left out neither runs nor flags
+    only = PairCheckSettings(checks=("unrelated",), unrelated_p_value=0.1)
+    assert np.isnan(pair_checks(src, tgt, settings=only)[:, [0, 1, 3]]).all()
+    assert not flagged(pair_checks(src, tgt, settings=only), only)[kind == COPY].any()
+    counts = flag_counts(checks, settings)
     assert counts["flagged"] == flags.sum()
     assert max(counts["wrong_language"], counts["unrelated"]) <= counts["flagged"] \
         <= counts["wrong_language"] + counts["unrelated"]
+
+
+def test_language_evidence_flags_a_side_in_a_third_language():
+    """A side in a third language (its subwords as common in one language of the corpus as in
+    the other, as many Spanish pieces are under a joint English-German BPE; here the ids of the
+    names that both sides share) has no evidence of its own language: P(other language) is
+    not flagged, while the mean evidence of its unshared subwords sits near 0, far below a
+    real sentence's."""
+    src, tgt, kind = _corpus()
+    rng = np.random.default_rng(5)
+    third = np.zeros(len(kind), dtype=bool)
+    third[rng.choice(np.where(kind == CLEAN)[0], 100, replace=False)] = True
+    tgt = tgt.tolil()
+    for i in np.where(third)[0]:  # subwords of neither language: the names' ids, not in src
+        tgt[i] = 0
+        for w in rng.choice(np.setdiff1d(np.arange(4, 20), src[i].indices), 6, replace=False):
+            tgt[i, w] += 1
+    tgt = tgt.tocsr()
+    scores = language_scores(src, tgt)
+    evidence, clean = scores[:, 2], (kind == CLEAN) & ~third
+    assert np.quantile(evidence[clean], 0.01) > 1.0  # a real sentence: far from 0
+    assert abs(np.median(evidence[third])) < 0.5
+    assert (scores[third, 1] > FLAG_PROBABILITY).mean() < 0.2  # the old check misses them
+    # a side of a name or two (as often the other side's as not) is left alone
+    assert (evidence[kind == SHARED_ONLY] > 0.5).all()
+    # (here the names are a little more frequent on the target side, so the evidence of
+    # this third language sits just above the default bar 0; the bar is a setting)
+    for bar, third_share in ((0.0, 0.0), (0.5, 0.95)):
+        settings = PairCheckSettings(checks=("language",), language_evidence=bar)
+        flags = flagged(pair_checks(src, tgt, settings=settings), settings)
+        assert flags[third].mean() >= third_share and flags[clean].mean() < 0.01
+        assert flags[kind == COPY].all()
+
+
+def test_digits_check_flags_other_numbers_not_other_formats():
+    symbols = ["<s>", "<pad>", "</s>", "<unk>", "\u2581incl", "\u2581inkl", "\u25811,914.00",
+               "\u25811.914,00", "\u258178.00", "\u258152.00", "\u25812", "\u2581zwei",
+               "\u258119%", "\u2581fifty", "\u258150", "3", "\u25812017"]
+    sid = {s: i for i, s in enumerate(symbols)}
+
+    def rows(sentences):
+        ids = [[sid[w] for w in s.split()] for s in sentences]
+        return count_matrix(np.concatenate(ids), np.cumsum([0] + [len(x) for x in ids]),
+                            len(symbols))
+    w = "\u2581"
+    src = rows([f"{w}incl {w}1,914.00", f"{w}incl {w}78.00", f"{w}incl {w}2",
+                f"{w}fifty {w}incl", f"{w}incl {w}2 3", f"{w}incl {w}19% {w}78.00",
+                f"{w}incl {w}2017"])
+    tgt = rows([f"{w}inkl {w}1.914,00", f"{w}inkl {w}52.00", f"{w}inkl {w}zwei",
+                f"{w}50 {w}inkl", f"{w}inkl {w}2", f"{w}inkl {w}19% {w}52.00", f"{w}inkl"])
+    scores = digit_scores(src, tgt, symbols, symbols)
+    np.testing.assert_array_equal(scores[:, 0], [0, 4, 1, 2, 1, 4, 4])
+    np.testing.assert_array_equal(scores[:, 1:].sum(1), [12, 8, 1, 2, 3, 12, 4])
+    checks = np.concatenate([np.full((len(scores), 4), np.nan, np.float32), scores], axis=1)
+    # other prices and a year on one side only flag; the same number in another format, a
+    # number spelt out on one side, one digit more, and 4 different digits of 12 do not
+    np.testing.assert_array_equal(check_scores(checks)[0]["digits"][1],
+                                  [False, True, False, False, False, False, True])
+    wider = PairCheckSettings(digits_share=0.3, digits_one_side=5)
+    np.testing.assert_array_equal(check_scores(checks, wider)[0]["digits"][1],
+                                  [False, True, False, False, False, True, False])
 
 
 def test_sides_of_one_language_are_refused():
@@ -119,16 +192,20 @@ def test_two_dictionaries_run_the_unrelated_check_only(tmp_path):
     src, tgt, kind = _corpus(n=2000)
     joined = pair_checks(src, tgt)
     separate = pair_checks(src, tgt, languages=False)
-    assert separate.dtype == np.float32 and np.isnan(separate[:, :2]).all()
+    assert separate.dtype == np.float32 and np.isnan(separate[:, [0, 1, 3]]).all()
     np.testing.assert_array_equal(separate[:, 2], joined[:, 2])
     check_languages_differ(separate)  # nothing to check: no error
     assert not flagged(separate)[kind == COPY].any()  # copies need the language check
-    assert flagged(separate)[kind == MISALIGNED].mean() > 0.6
-    FeatureStore.save(str(tmp_path / "f"), tfidf_features(src, tgt), {}, pair_checks=separate)
+    settings = PairCheckSettings(unrelated_p_value=0.1)
+    assert flagged(separate, settings)[kind == MISALIGNED].mean() > 0.6
+    FeatureStore.save(str(tmp_path / "f"), tfidf_features(src, tgt), {}, pair_checks=separate,
+                      pair_check_settings=settings)
     store = FeatureStore.open(str(tmp_path / "f"))
     assert store.meta["pair_checks"]["languages"] is False
     assert store.meta["pair_checks"]["wrong_language"] == 0
-    np.testing.assert_array_equal(store.suspect_pairs(), flagged(separate))
+    # the header records the settings, and the store flags by them
+    assert store.meta["pair_checks"]["settings"]["unrelated_p_value"] == 0.1
+    np.testing.assert_array_equal(store.suspect_pairs(), flagged(separate, settings))
 
 
 def _store(tmp_path, n=2000, checks=True):
@@ -146,6 +223,12 @@ def test_store_keeps_the_checks_and_names_the_rebuild_when_missing(tmp_path):
     assert suspect.dtype == bool and len(suspect) == store.num_rows
     np.testing.assert_array_equal(suspect, flagged(np.load(store.prefix + ".pair-checks.npy")))
     assert store.meta["pair_checks"]["flagged"] == int(suspect.sum())
+    # a file of the previous autoassist-features (three columns, no settings in its header):
+    # read with the checks and bar of its time
+    old3 = np.load(store.prefix + ".pair-checks.npy")[:, :3].copy()
+    np.save(store.prefix + ".pair-checks.npy", old3)
+    del store.meta["pair_checks"]["settings"]
+    np.testing.assert_array_equal(store.suspect_pairs(), (old3[:, :2] > 0.99).any(1) | (old3[:, 2] > 0.1))
     # a file of an older autoassist-features (two columns, no unrelated-pair check)
     np.save(store.prefix + ".pair-checks.npy", np.zeros((store.num_rows, 2), np.float32))
     with pytest.raises(ValueError, match="older autoassist-features wrote 2 columns.*REBUILD-CMD"):
@@ -155,7 +238,7 @@ def test_store_keeps_the_checks_and_names_the_rebuild_when_missing(tmp_path):
         old.suspect_pairs()
     with pytest.raises(ValueError, match="do not fit"):
         FeatureStore.save(str(tmp_path / "c"), tfidf_features(*_corpus(n=20)[:2]), {},
-                          pair_checks=np.zeros((19, 3), np.float32))
+                          pair_checks=np.zeros((19, len(COLUMNS)), np.float32))
 
 
 @pytest.mark.parametrize("rule", ["paper", "learnable", "noise"])
@@ -232,7 +315,13 @@ def test_features_command_flags_copies_and_training_skips_them(tmp_path):
 def test_a_file_without_pair_checks_stops_a_run_that_requires_them_only(tiny_data, tmp_path):
     copy = tmp_path / "data"
     shutil.copytree(tiny_data, copy)
-    (copy / "train.src-tgt.autoassist.pair-checks.npy").unlink()  # as built before the checks
+    # as built before the checks: no array, and a header that does not list it (a header
+    # that lists a missing array is a damaged file set: tests/test_bad_inputs.py)
+    (copy / "train.src-tgt.autoassist.pair-checks.npy").unlink()
+    header = copy / "train.src-tgt.autoassist.json"
+    meta = json.loads(header.read_text())
+    del meta["pair_checks"]
+    header.write_text(json.dumps(meta))
 
     def train(name, *flags):
         proc = run(train_args(copy, tmp_path / name, extra=["--max-update", "5", "--no-save",

@@ -102,8 +102,8 @@ def test_prepare_corpus_binarizes_and_builds_features(prepared, multi30k_slice):
     header = json.loads((out / "train.en-de.autoassist.json").read_text())
     assert header["num_rows"] == n_train
 
-    # cleaning: aligned pairs of 1-250 pieces, piece ratio within 1.5 of the median (about
-    # 1 for en-de); some of the 2000 dropped
+    # cleaning: aligned pairs of 1-250 pieces, piece ratio within 1.5 (and 2 pieces) of the
+    # median (about 1 for en-de); some of the 2000 dropped
     src = (out / "spm" / "train.en").read_text().splitlines()
     tgt = (out / "spm" / "train.de").read_text().splitlines()
     assert len(src) == len(tgt) == n_train and 1500 < n_train < 2000
@@ -113,7 +113,7 @@ def test_prepare_corpus_binarizes_and_builds_features(prepared, multi30k_slice):
     for s, t in zip(src, tgt):
         ns, nt = len(s.split()), len(t.split())
         assert 1 <= ns <= 250 and 1 <= nt <= 250
-        assert ns <= 1.5 * 1.05 * center * nt and center * nt <= 1.5 * 1.05 * ns
+        assert ns <= 1.5 * 1.05 * center * nt + 2 and center * nt <= 1.5 * 1.05 * ns + 2
     assert_kept_lines_map(out, multi30k_slice / "train.en.gz", multi30k_slice / "train.de",
                           "en", "de", n_train)
     # valid/test: the raw references, unchanged
@@ -288,6 +288,9 @@ def test_prepare_corpus_keeps_a_differently_segmented_pair(segmented, tmp_path):
     assert len(set(kept) & broken) <= 3
     assert len(kept) >= 0.97 * (1500 - len(broken))
     assert "median" in proc.stdout
+    # the pair checks leave the long-against-short sides of clean pairs alone
+    header = json.loads((out / "train.en-ja.autoassist.json").read_text())
+    assert header["pair_checks"]["flagged"] <= 0.01 * header["num_rows"]
 
     # --absolute-ratio (Moses' rule on pieces) drops every pair: a clear stop, with why
     proc = run(segmented_args(raw, out, "--absolute-ratio"), check=False)
@@ -350,14 +353,18 @@ def test_clean_corpus_rules(tmp_path):
         return [int(x) for x in (tmp_path / "ids").read_text().split()], proc
 
     # median src/tgt of the pairs that pass the other rules: 0.5 (lines 0, 2, 5), so line 4
-    # (ratio 6) is off by a factor 12 and line 6 (1 against 1) by a factor 2
-    kept, proc = clean()
+    # (ratio 6) is off by a factor 12 and line 6 (1 against 1) by a factor 2 (without slack)
+    kept, proc = clean("--ratio-slack", "0")
     assert kept == [0, 2, 5]
     assert "kept 3 of 7 pairs (4 dropped: 1 with an empty side; 1 with a side under 1 or " \
         "over 250 tokens; 2 with a src/tgt token ratio off the corpus median 0.500" in proc.stdout
     assert "WARNING: 4 of 7 pairs (57.1%) were dropped" in proc.stderr
     assert (tmp_path / "out.s").read_text().splitlines() == [src[0], src[2], src[5]]
     assert (tmp_path / "out.t").read_text().splitlines() == [tgt[0], tgt[2], tgt[5]]
+    # by default a side may have 2 tokens beyond the ratio: line 6 (one token more than
+    # the ratio allows) stays, line 4 (ten more) goes
+    kept, proc = clean()
+    assert kept == [0, 2, 5, 6] and "factor 1.5 (and 2 tokens)" in proc.stdout
     assert clean("--absolute-ratio")[0] == [6]
     assert clean("--no-ratio-filter")[0] == [0, 2, 4, 5, 6]
     assert clean("--no-ratio-filter", "--max-chars", "40")[0] == [0, 2, 4, 5]

@@ -12,13 +12,13 @@ import logging
 import os
 import sys
 import time
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
-from .pair_checks import pair_checks
+from .pair_checks import PairCheckSettings, add_settings_arguments, pair_checks, settings_from_args
 from .store import (FeatureStore, dataset_fingerprint, feature_prefix, token_files,
                     token_fingerprint)
 from .tfidf import count_matrix, tfidf_features
@@ -73,10 +73,9 @@ def read_side(prefix: str) -> Tuple[np.ndarray, np.ndarray]:
     return tokens, offsets
 
 
-def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
-                   output: str = None) -> str:
-    """Compute and store the features of one split at path prefix *output* (default:
-    :func:`~.store.feature_prefix`); returns the file prefix."""
+def read_counts(data_dir: str, src: str, tgt: str, split: str = "train"):
+    """Subword counts of both sides of a binarised split (pairs x dictionary), their
+    sentence lengths, the dictionaries' symbols and paths."""
     from fairseq.data import Dictionary
 
     if not os.path.isdir(data_dir):
@@ -88,9 +87,10 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
             raise FileNotFoundError(f"dictionary not found: {path}; check --source-lang/"
                                     "--target-lang against the files fairseq-preprocess wrote")
     prefixes = [dataset_prefix(data_dir, split, src, tgt, lang) for lang in (src, tgt)]
-    counts, sizes = [], []
+    counts, sizes, symbols = [], [], []
     for path, prefix in zip(dict_paths, prefixes):
         dictionary = Dictionary.load(path)
+        symbols.append(dictionary.symbols)
         tokens, offsets = read_side(prefix)
         sizes.append(np.diff(offsets))
         ignore = (dictionary.bos(), dictionary.pad(), dictionary.eos())
@@ -103,9 +103,22 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
 
         counts.append(sp.vstack(chunks, format="csr") if chunks else
                       sp.csr_matrix((0, len(dictionary)), dtype=np.float32))
+    return counts, sizes, symbols, dict_paths
+
+
+def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
+                   output: Optional[str] = None,
+                   settings: Optional[PairCheckSettings] = None) -> str:
+    """Compute and store the features and pair checks (*settings*: which run, and their
+    thresholds; default :class:`PairCheckSettings`) of one split at path prefix *output*
+    (default: :func:`~.store.feature_prefix`); returns the file prefix."""
+    counts, sizes, symbols, dict_paths = read_counts(data_dir, src, tgt, split)
     features = tfidf_features(*counts)
     # the language check needs one vocabulary on both sides (--joined-dictionary)
-    checks = pair_checks(*counts, languages=filecmp.cmp(*dict_paths, shallow=False))
+    settings = settings or PairCheckSettings()
+    checks = pair_checks(*counts, languages=filecmp.cmp(*dict_paths, shallow=False),
+                         symbols=symbols, settings=settings)
+    prefixes = [dataset_prefix(data_dir, split, src, tgt, lang) for lang in (src, tgt)]
     output = output or feature_prefix(data_dir, split, src, tgt)
     if os.path.dirname(output):
         os.makedirs(os.path.dirname(output), exist_ok=True)
@@ -114,7 +127,7 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
         "src_dim": counts[0].shape[1], "tgt_dim": counts[1].shape[1],
         "fingerprint": dataset_fingerprint(sizes[0], sizes[1], dict_paths),
         "tokens": token_fingerprint(token_files(prefixes)),
-    }, pair_checks=checks)
+    }, pair_checks=checks, pair_check_settings=settings)
     return output
 
 
@@ -135,6 +148,7 @@ def get_parser() -> argparse.ArgumentParser:
                         help="path prefix of the files to write (default: "
                              "DATA/SPLIT.SRC-TGT.autoassist); train with the same "
                              "--assistant-features PREFIX")
+    add_settings_arguments(parser)
     return parser
 
 
@@ -145,7 +159,7 @@ def cli_main(argv=None) -> int:
     start = time.perf_counter()
     try:
         prefix = build_features(args.data_dir, args.source_lang, args.target_lang, args.split,
-                                args.prefix)
+                                args.prefix, settings_from_args(args))
     except (FileNotFoundError, ValueError) as err:
         logger.error(str(err))
         return 1
@@ -156,9 +170,12 @@ def cli_main(argv=None) -> int:
                 f"({store.num_rows / max(seconds, 1e-9):,.0f} pairs/s)")
     checks = store.meta["pair_checks"]
     share = checks["flagged"] / max(store.num_rows, 1)
-    logger.info(f"pair checks: {checks['flagged']} pairs ({share:.2%}) flagged, trained at the "
-                f"floor unless --assistant-no-pair-checks: {checks['wrong_language']} with a side "
-                f"in the wrong language, {checks['unrelated']} with unrelated sides")
+    parts = {"wrong_language": "with a side in the wrong language",
+             "unrelated": "with unrelated sides", "digits": "with digits that differ"}
+    logger.info(f"pair checks ({', '.join(checks['settings']['checks']) or 'none'}): "
+                f"{checks['flagged']} pairs ({share:.2%}) flagged, trained at the floor unless "
+                f"--assistant-no-pair-checks: " + ", ".join(
+                    f"{checks[k]} {v}" for k, v in parts.items() if k in checks))
     if not checks["languages"]:
         logger.info("the language check did not run: it needs one dictionary for both sides "
                     "(fairseq-preprocess --joined-dictionary)")

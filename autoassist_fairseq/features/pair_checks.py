@@ -24,11 +24,29 @@ truncated SVD of the joined TF-IDF rows ``[source | target]`` of the corpus lear
 source and target subwords occur together; each side is projected alone and the two
 projections are compared (cosine). A pair's p-value is the share of random pairings
 (source of one pair, target of another) at least as similar; it is flagged above
-:data:`UNRELATED_P_VALUE`. On noisy Multi30k that flags 85% of the misaligned pairs and
-0.6% of the clean ones (docs/results/equal-compute.md).
+:data:`UNRELATED_P_VALUE`.
+
+Real crawled noise is subtler (docs/results/paracrawl/README.md, measured with
+``autoassist-check-report`` on human-labelled ParaCrawl pairs): a side is often in a *third*
+language, which the two-class identifier cannot name, and a misaligned pair is often a
+neighbouring line of the same page (the same price list with other prices), which LSI finds
+as alike as a translation. Two cheaper signals catch part of that:
+
+- the language check also takes a side's *own-language evidence*: the mean naive Bayes
+  log-likelihood ratio (its language against the other) of the subwords it does not share
+  with the other side (names and numbers are copied across; a third language is not). A
+  real sentence scores far above 0, a third language near it; at most
+  :data:`LANGUAGE_EVIDENCE` flags;
+- the digits check compares the digits of the numbers on the two sides
+  (:data:`DIGITS_MIN_DIFFERENT`, :data:`DIGITS_SHARE`, :data:`DIGITS_ONE_SIDE`).
+
+Which checks run and their bars are :class:`PairCheckSettings`, options of
+``autoassist-features`` recorded in the feature file's header.
 """
 
-from typing import Dict
+import argparse
+from dataclasses import asdict, dataclass, fields
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,13 +63,37 @@ FLAG_PROBABILITY = 0.99
 # languages to the check (e.g. one language on both sides), and its flags mean nothing.
 MIN_OWN_LANGUAGE_SHARE = 0.5
 # A pair is taken for unrelated when at least this share of random pairings of the corpus
-# are as similar as its two sides. Noisy Multi30k: it flags 85% of the misaligned pairs and
-# 0.6% of the clean ones; clean Multi30k 0.8%, Tatoeba 3.4% (short sentences carry little
-# evidence), where flagged pairs are still trained at the floor (docs/benchmarks.md).
-UNRELATED_P_VALUE = 0.1
-# Columns of the pair-checks array (pairs x 3).
-COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_p_value")
+# are as similar as its two sides. At a bar of 0.1 it flagged 85% of noisy Multi30k's
+# misaligned pairs and 0.6% of its clean ones, but 3.4% of Tatoeba (short sentences carry
+# little evidence; docs/benchmarks.md) and almost none of the crawled misalignment of
+# ParaCrawl (docs/results/paracrawl/README.md). At 0.3 Tatoeba's flags fall below 1%, and a
+# random pairing is still flagged with probability 0.7 (its p-value is uniform).
+UNRELATED_P_VALUE = 0.3
+# A side is also in the wrong language when its subwords that the other side does not share
+# (names, numbers and codes are copied across; a third language is not) are, on average, no
+# more likely in its own language than in the other: a mean log-likelihood ratio (nats per
+# subword) at most this. 0 is the point where the evidence turns; crawled pairs with a side in
+# a third language (Spanish, Polish, ...) sit near it, real sentences far above it.
+LANGUAGE_EVIDENCE = 0.0
+# Digits check: a pair with digits on both sides is flagged when at least DIGITS_MIN_DIFFERENT
+# of its digits (0-9, counted with multiplicity over both sides) have no counterpart on the
+# other side, and they are at least DIGITS_SHARE of all its digits. A translation keeps its
+# numbers (their format may change: 1,914.00 and 1.914,00 hold the same digits); a misaligned
+# line of a price list or a calendar does not. One different digit is let pass. A side
+# without digits may spell a number out ("fifty" against "50", "halb drei" against "2:30"):
+# such a pair is flagged only from DIGITS_ONE_SIDE digits on (a year, a price, a date).
+DIGITS_MIN_DIFFERENT = 2
+DIGITS_SHARE = 0.5
+DIGITS_ONE_SIDE = 4
+# The checks, by name (PairCheckSettings.checks).
+CHECKS = ("language", "unrelated", "digits")
+# the header's count of each check's flags (older names kept)
+_COUNT_KEYS = {"language": "wrong_language"}
+# Columns of the pair-checks array (pairs x 7).
+COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_p_value",
+           "own_language_evidence", "digits_different", "source_digits", "target_digits")
 
+_MIN_OWN_SUBWORDS = 3  # unshared subwords a side needs for its own-language evidence
 _LSI_COMPONENTS = 100  # latent dimensions of cross-language LSI
 _LSI_FIT_PAIRS = 200_000  # pairs the SVD is fitted on (a random sample beyond that)
 _NULL_PAIRS = 200_000  # random pairings that make the p-values' reference distribution
@@ -59,7 +101,13 @@ _ROWS_PER_STEP = 100_000  # rows projected at a time: memory stays O(step x comp
 
 
 def other_language_probability(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> np.ndarray:
-    """P(each side is written in the other side's language), per pair.
+    """P(each side is written in the other side's language), per pair: the first two columns
+    of :func:`language_scores`."""
+    return language_scores(src_counts, tgt_counts)[:, :2]
+
+
+def language_scores(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> np.ndarray:
+    """The language check's scores of each pair.
 
     Args:
         src_counts (scipy.sparse.csr_matrix): source subword counts (pairs x vocabulary).
@@ -67,9 +115,11 @@ def other_language_probability(src_counts: sp.csr_matrix, tgt_counts: sp.csr_mat
             vocabulary (fairseq-preprocess ``--joined-dictionary``).
 
     Returns:
-        np.ndarray: ``float32`` (pairs x 2): column 0 P(source side is in the target
-        language), column 1 P(target side is in the source language). A side without
-        tokens gets 0.5.
+        np.ndarray: ``float32`` (pairs x 3): column 0 P(source side is in the target
+        language), column 1 P(target side is in the source language) (a side without tokens
+        gets 0.5), column 2 the own-language evidence: of the two sides, the smaller mean
+        log-likelihood ratio (own language against the other, nats per subword) over its
+        subwords that the other side lacks (+inf for a side with fewer than 3 such).
     """
     if src_counts.shape != tgt_counts.shape:
         raise ValueError(f"pair checks need both sides over one vocabulary (fairseq-preprocess "
@@ -77,13 +127,48 @@ def other_language_probability(src_counts: sp.csr_matrix, tgt_counts: sp.csr_mat
                          f"counts {tgt_counts.shape}")
     n = src_counts.shape[0]
     if n == 0:
-        return np.zeros((0, 2), dtype=np.float32)
+        return np.zeros((0, 3), dtype=np.float32)
     # class 0: the source language, 1: the target language; one side at a time, so that the
     # two count matrices are never stacked into a copy (2 x 4.5M rows for WMT14)
     nb = MultinomialNB(alpha=1.0, fit_prior=False)
     nb.partial_fit(src_counts, np.zeros(n, dtype=np.int64), classes=[0, 1])
     nb.partial_fit(tgt_counts, np.ones(n, dtype=np.int64))
-    return np.stack([nb.predict_proba(src_counts)[:, 1], nb.predict_proba(tgt_counts)[:, 0]],
+    out = np.empty((n, 3), dtype=np.float32)
+    out[:, 0] = nb.predict_proba(src_counts)[:, 1]
+    out[:, 1] = nb.predict_proba(tgt_counts)[:, 0]
+    ratio = (nb.feature_log_prob_[0] - nb.feature_log_prob_[1]).astype(np.float32)
+    shared = src_counts.minimum(tgt_counts)
+    evidence = []
+    for counts, sign in ((src_counts, 1.0), (tgt_counts, -1.0)):
+        own = counts - shared
+        own_len = np.asarray(own.sum(axis=1)).ravel()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = sign * (own @ ratio) / own_len
+        # too few subwords of its own to tell (a name or two): left to column 0/1
+        evidence.append(np.where(own_len >= _MIN_OWN_SUBWORDS, mean, np.inf))
+    out[:, 2] = np.minimum(*evidence)
+    return out
+
+
+def digit_counts(counts: sp.csr_matrix, symbols: Sequence[str]) -> np.ndarray:
+    """How often each digit 0-9 occurs in the numbers of each sentence (pairs x 10), from its
+    subword counts and the subwords' text. Only subwords without letters count: the digits of
+    a name or code ("MP3", "s12") are not a number a translation must keep."""
+    table = np.zeros((counts.shape[1], 10), dtype=np.float32)
+    for i, symbol in enumerate(symbols[:counts.shape[1]]):
+        if any(ch.isalpha() for ch in symbol):
+            continue
+        for ch in symbol:
+            if "0" <= ch <= "9":
+                table[i, ord(ch) - 48] += 1
+    return np.asarray(counts @ table)
+
+
+def digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols) -> np.ndarray:
+    """Per pair: digits without a counterpart on the other side, the source's digits and the
+    target's digits (pairs x 3)."""
+    a, b = digit_counts(src_counts, src_symbols), digit_counts(tgt_counts, tgt_symbols)
+    return np.stack([np.abs(a - b).sum(axis=1), a.sum(axis=1), b.sum(axis=1)],
                     axis=1).astype(np.float32)
 
 
@@ -135,43 +220,157 @@ def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     return (at_least / len(null)).astype(np.float32)
 
 
+@dataclass
+class PairCheckSettings:
+    """Which checks run and where they flag (recorded in the feature file's header)."""
+    checks: Tuple[str, ...] = CHECKS
+    flag_probability: float = FLAG_PROBABILITY
+    language_evidence: float = LANGUAGE_EVIDENCE
+    unrelated_p_value: float = UNRELATED_P_VALUE
+    digits_min_different: int = DIGITS_MIN_DIFFERENT
+    digits_share: float = DIGITS_SHARE
+    digits_one_side: int = DIGITS_ONE_SIDE
+
+    def __post_init__(self):
+        self.checks = tuple(self.checks)
+        unknown = [c for c in self.checks if c not in CHECKS]
+        if unknown:
+            raise ValueError(f"unknown pair check {', '.join(unknown)}; the checks are "
+                             f"{', '.join(CHECKS)}")
+
+    def to_dict(self) -> dict:
+        return dict(asdict(self), checks=list(self.checks))
+
+    @classmethod
+    def from_dict(cls, d: Optional[dict]) -> "PairCheckSettings":
+        """Settings of a header (an older header without them: the defaults of its time)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (d or {}).items() if k in names})
+
+
+def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
+    """The settings of :class:`PairCheckSettings` as command-line options."""
+    d = PairCheckSettings()
+    group = parser.add_argument_group("pair checks")
+    group.add_argument("--pair-checks", default=",".join(d.checks), metavar="NAMES",
+                       help=f"comma-separated checks to run, of {', '.join(CHECKS)}; 'none' for "
+                            f"none (default: {','.join(d.checks)})")
+    group.add_argument("--language-probability", type=float, default=d.flag_probability,
+                       help="flag a side whose P(written in the other side's language) is above "
+                            f"this (default: {d.flag_probability})")
+    group.add_argument("--language-evidence", type=float, default=d.language_evidence,
+                       help="flag a side whose subwords not shared with the other side are on "
+                            "average at most this much more likely (log-likelihood ratio, nats "
+                            "per subword) in its own language than in the other (default: "
+                            f"{d.language_evidence})")
+    group.add_argument("--unrelated-p-value", type=float, default=d.unrelated_p_value,
+                       help="flag a pair when at least this share of random pairings of the "
+                            f"corpus are as similar as its sides (default: {d.unrelated_p_value})")
+    group.add_argument("--digits-min-different", type=int, default=d.digits_min_different,
+                       help="flag a pair with at least this many digits without a counterpart "
+                            f"on the other side (default: {d.digits_min_different}) ...")
+    group.add_argument("--digits-share", type=float, default=d.digits_share,
+                       help="... that are at least this share of its digits (default: "
+                            f"{d.digits_share}); a pair with digits on one side only: ...")
+    group.add_argument("--digits-one-side", type=int, default=d.digits_one_side,
+                       help="... with at least this many (default: "
+                            f"{d.digits_one_side})")
+
+
+def settings_from_args(args: argparse.Namespace) -> PairCheckSettings:
+    names = [c for c in args.pair_checks.split(",") if c and c != "none"]
+    return PairCheckSettings(checks=tuple(names), flag_probability=args.language_probability,
+                             language_evidence=args.language_evidence,
+                             unrelated_p_value=args.unrelated_p_value,
+                             digits_min_different=args.digits_min_different,
+                             digits_share=args.digits_share,
+                             digits_one_side=args.digits_one_side)
+
+
 def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
-                languages: bool = True) -> np.ndarray:
-    """Every check of every pair: ``float32`` (pairs x 3), columns :data:`COLUMNS`
-    (:func:`other_language_probability`, then :func:`unrelated_p_value`).
+                languages: bool = True, symbols: Optional[Sequence[str]] = None,
+                settings: Optional[PairCheckSettings] = None) -> np.ndarray:
+    """Every check of every pair: ``float32`` (pairs x 7), columns :data:`COLUMNS`
+    (:func:`language_scores`, :func:`unrelated_p_value`, :func:`digit_scores`); the columns
+    of a check that did not run (``settings.checks``) are NaN, never flagged.
+
+    *symbols*: the text of each subword id (one list for a joined dictionary, or a pair of
+    lists: source, target), which the digits check needs; without it, it does not run.
 
     ``languages=False`` (two dictionaries: a column is not the same subword on both sides,
     so one identifier cannot be fitted over them) leaves the language columns NaN, never
     flagged; the unrelated-sides check compares each side in its own columns and runs."""
-    if languages:
-        language = other_language_probability(src_counts, tgt_counts)
-    else:
-        language = np.full((src_counts.shape[0], 2), np.nan, dtype=np.float32)
-    return np.concatenate([language, unrelated_p_value(src_counts, tgt_counts)[:, None]],
-                          axis=1).astype(np.float32)
+    settings = settings or PairCheckSettings()
+    n = src_counts.shape[0]
+    out = np.full((n, len(COLUMNS)), np.nan, dtype=np.float32)
+    if languages and "language" in settings.checks:
+        out[:, [0, 1, 3]] = language_scores(src_counts, tgt_counts)
+    if "unrelated" in settings.checks:
+        out[:, 2] = unrelated_p_value(src_counts, tgt_counts)
+    if "digits" in settings.checks and symbols is not None:
+        src_symbols, tgt_symbols = (symbols, symbols) if isinstance(symbols[0], str) else symbols
+        out[:, 4:7] = digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols)
+    return out
 
 
-def flag_counts(checks: np.ndarray) -> Dict[str, int]:
-    """Pairs flagged in all, with a side in the wrong language, and taken for unrelated."""
+def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = None):
+    """Per check that ran, its continuous score (higher: more likely noise) and its flags;
+    and the union's margin: above 0 exactly where a check flags (the largest of the checks'
+    margins over their thresholds, on a log-odds or log scale), for ROC curves.
+
+    Returns:
+        (dict name -> (score, flags), np.ndarray margin)
+    """
+    settings = settings or PairCheckSettings()
+    checks = np.asarray(checks, dtype=np.float64)
+    out, margins = {}, []
+    eps = 1e-6
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if not np.isnan(checks[:, :2]).all():
+            p = np.clip(np.nanmax(np.nan_to_num(checks[:, :2], nan=0.0), axis=1), eps, 1 - eps)
+            t = settings.flag_probability
+            margin = np.log(p / (1 - p)) - np.log(t / (1 - t))
+            if checks.shape[1] > 3 and not np.isnan(checks[:, 3]).all():
+                # nats per subword: x4 puts a side's mean on the scale of a sentence's log-odds
+                evidence = np.where(np.isnan(checks[:, 3]), np.inf, checks[:, 3])
+                margin = np.maximum(margin, 4.0 * (settings.language_evidence - evidence))
+            out["language"] = (margin, margin > 0)
+            margins.append(margin)
+        if not np.isnan(checks[:, 2]).all():
+            p = np.nan_to_num(checks[:, 2], nan=0.0)
+            out["unrelated"] = (p, p > settings.unrelated_p_value)
+            margins.append(np.log(p + eps) - np.log(settings.unrelated_p_value + eps))
+        if checks.shape[1] > 4 and not np.isnan(checks[:, 4]).all():
+            different, a, b = (np.nan_to_num(checks[:, i], nan=0.0) for i in (4, 5, 6))
+            share = different / np.maximum(a + b, 1.0)
+            one_side = (a == 0) | (b == 0)
+            hit = np.where(one_side, different >= settings.digits_one_side,
+                           (different >= settings.digits_min_different) &
+                           (share >= settings.digits_share))
+            out["digits"] = (share, hit)
+            margins.append(np.where(hit, share, np.minimum(share - settings.digits_share, -eps)))
+    margin = np.max(margins, axis=0) if margins else np.full(len(checks), -np.inf)
+    return out, margin
+
+
+def flag_counts(checks: np.ndarray, settings: Optional[PairCheckSettings] = None) -> Dict[str, int]:
+    """Pairs flagged in all, and by each check."""
+    per_check, _ = check_scores(checks, settings)
+    counts = {"flagged": int(np.count_nonzero(flagged(checks, settings)))}
+    counts.update({_COUNT_KEYS.get(name, name): 0 for name in CHECKS})  # those that did not run
+    counts.update({_COUNT_KEYS.get(name, name): int(np.count_nonzero(f))
+                   for name, (_, f) in per_check.items()})
+    return counts
+
+
+def flagged(checks: np.ndarray, settings: Optional[PairCheckSettings] = None) -> np.ndarray:
+    """Whether any check that ran flags each pair (output of :func:`pair_checks` -> bool per
+    pair)."""
     checks = np.asarray(checks)
-    return {"flagged": int(np.count_nonzero(flagged(checks))),
-            "wrong_language": int(np.count_nonzero(_wrong_language(checks))),
-            "unrelated": int(np.count_nonzero(_unrelated(checks)))}
-
-
-def _wrong_language(checks: np.ndarray) -> np.ndarray:
-    return (checks[:, :2] > FLAG_PROBABILITY).any(axis=1)
-
-
-def _unrelated(checks: np.ndarray) -> np.ndarray:
-    return checks[:, 2] > UNRELATED_P_VALUE
-
-
-def flagged(checks: np.ndarray) -> np.ndarray:
-    """Whether each pair has a side in the wrong language or two unrelated sides (output of
-    :func:`pair_checks` -> bool per pair)."""
-    checks = np.asarray(checks)
-    return _wrong_language(checks) | _unrelated(checks)
+    flags = np.zeros(len(checks), dtype=bool)
+    for _, f in check_scores(checks, settings)[0].values():
+        flags |= f
+    return flags
 
 
 def check_languages_differ(probability: np.ndarray, source: str = "the feature file") -> None:

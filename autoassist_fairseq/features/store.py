@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .pair_checks import COLUMNS, check_languages_differ, flag_counts, flagged
+from .pair_checks import COLUMNS, PairCheckSettings, check_languages_differ, flag_counts, flagged
 
 FORMAT_VERSION = 1
 _ARRAYS = ("indptr", "indices", "data")
@@ -129,8 +129,10 @@ class FeatureStore:
     # -- writing -------------------------------------------------------------------
     @staticmethod
     def save(prefix: str, features: sp.csr_matrix, meta: dict,
-             pair_checks: Optional[np.ndarray] = None) -> None:
-        """Write *features*, the *pair_checks* (pairs x 3, :mod:`.pair_checks`) and *meta*; the
+             pair_checks: Optional[np.ndarray] = None,
+             pair_check_settings: Optional[PairCheckSettings] = None) -> None:
+        """Write *features*, the *pair_checks* (pairs x len(COLUMNS), :mod:`.pair_checks`; the
+        header records the *pair_check_settings* they ran with and flag by) and *meta*; the
         header goes last, so a crash mid-write leaves no header and the file is rebuilt
         rather than read half-written."""
         features = features.tocsr()
@@ -154,8 +156,10 @@ class FeatureStore:
                     dim=features.shape[1], nnz=int(features.nnz))
         if pair_checks is not None:
             # the count only, for the log line; the flags are taken from the array at use
-            meta["pair_checks"] = dict(flag_counts(pair_checks),
-                                       languages=not np.isnan(pair_checks[:, :2]).all())
+            settings = pair_check_settings or PairCheckSettings()
+            meta["pair_checks"] = dict(flag_counts(pair_checks, settings),
+                                       languages=not np.isnan(pair_checks[:, :2]).all(),
+                                       columns=list(COLUMNS), settings=settings.to_dict())
         tmp = header_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(meta, f, indent=1)
@@ -237,6 +241,10 @@ class FeatureStore:
             return None
         checks = _load_array(path, f"; rebuild it with: {self.rebuild_hint}"
                              if self.rebuild_hint else "")
+        if checks.shape == (self.num_rows, 3):
+            # an older autoassist-features: language and unrelated checks only
+            return np.concatenate([checks, np.full((self.num_rows, len(COLUMNS) - 3), np.nan,
+                                                   dtype=np.float32)], axis=1)
         if checks.shape != (self.num_rows, len(COLUMNS)):
             older = " (an older autoassist-features wrote 2 columns, without the unrelated-pair " \
                     "check)" if checks.shape == (self.num_rows, 2) else ""
@@ -247,8 +255,8 @@ class FeatureStore:
         return checks
 
     def suspect_pairs(self) -> np.ndarray:
-        """Whether each row's pair has a side in the wrong language or two unrelated sides
-        (:mod:`.pair_checks`).
+        """Whether any pair check flags each row's pair (:mod:`.pair_checks`), at the settings
+        recorded in the header.
 
         Raises:
             FileNotFoundError: the file was built without pair checks (an older
@@ -261,7 +269,15 @@ class FeatureStore:
             raise FileNotFoundError(f"{self.prefix}.json has no pair checks (built by an older "
                                     f"autoassist-features); rebuild the features with: {hint}")
         check_languages_differ(checks, f"{self.prefix}.json")
-        return flagged(checks)
+        return flagged(checks, self.pair_check_settings())
+
+    def pair_check_settings(self) -> PairCheckSettings:
+        """The settings the pair checks ran with (a header without them: the settings of
+        the older autoassist-features that wrote it)."""
+        settings = self.meta.get("pair_checks", {}).get("settings")
+        if settings is None:
+            return PairCheckSettings(checks=("language", "unrelated"), unrelated_p_value=0.1)
+        return PairCheckSettings.from_dict(settings)
 
     def rows(self, ids: np.ndarray) -> sp.csr_matrix:
         """The feature rows of dataset indices *ids*, gathered without a Python loop."""

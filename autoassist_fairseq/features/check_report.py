@@ -1,0 +1,335 @@
+"""``autoassist-check-report``: how well the pair checks find labelled noise.
+
+The checks fit on the corpus they check, so labelled pairs alone would be a corpus made of
+noise. The command mixes them into a clean corpus of the same language pair at a chosen
+share, prepares the mix as ``scripts/prepare-corpus.sh`` does (the same cleaning script,
+joint sentencepiece BPE, the same subword filters), counts the subwords of each side over one
+joined vocabulary (what ``fairseq-preprocess --joined-dictionary`` binarises) and runs
+:func:`.pair_checks.pair_checks`, the function ``autoassist-features`` runs. It then scores
+every check on the labelled pairs:
+
+- ``flag_rate[check][label]``: share of each label's pairs flagged by a check (of those that
+  reached the checks; also for the groups ``A+L`` and ``V+F``); ``cleaning`` is the share
+  the cleaning step dropped, ``union`` the share dropped or flagged by any check;
+- ``precision`` / ``recall`` of the union for noise (``A``, ``L``, ``T``) against valid
+  translations (``V``, ``F``);
+- ``auc[name]``: area under the ROC curve of each score for ``V``+``F`` against ``A``+``L``
+  (scikit-learn), for each check's continuous score, the union and ``bicleaner``.
+
+Example::
+
+    autoassist-check-report labelled.tsv.gz --clean tatoeba/train wmt/newstest2012 \\
+        --src en --tgt de --out report.json
+"""
+
+import argparse
+import csv
+import gzip
+import importlib.util
+import json
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+from .pair_checks import PairCheckSettings, add_settings_arguments, check_scores, pair_checks, \
+    settings_from_args
+from .tfidf import count_matrix
+
+logger = logging.getLogger("autoassist_fairseq.check_report")
+
+NOISE = ("A", "L", "T")  # precision / recall: these against VALID
+VALID = ("V", "F")
+AUC_NOISE = ("A", "L")  # the kinds the checks claim to catch
+CLEAN = "clean"  # the label of the clean corpus's own pairs
+_SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def _script(name: str):
+    """A module of the repository's ``scripts/`` (the preparation steps themselves)."""
+    path = _SCRIPTS / f"{name}.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: autoassist-check-report runs the preparation "
+                                "scripts of a source checkout of autoassist-fairseq")
+    spec = importlib.util.spec_from_file_location(f"_aa_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _open(path: str):
+    return gzip.open(path, "rt", encoding="utf-8", newline="\n") if path.endswith(".gz") \
+        else open(path, encoding="utf-8", newline="\n")
+
+
+def read_labelled(path: str, src: str, tgt: str) -> Dict[str, list]:
+    """Columns *src*, *tgt*, ``label`` and (optional) ``bicleaner`` of a labelled TSV."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"labelled pairs not found: {path}")
+    with _open(path) as f:
+        reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        missing = [c for c in (src, tgt, "label") if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path} has no column {', '.join(missing)} (columns: "
+                             f"{', '.join(reader.fieldnames or [])}); it needs one column per "
+                             "language named as --src/--tgt, and 'label'")
+        rows = list(reader)
+    if not rows:
+        raise ValueError(f"{path} holds no pairs")
+    bicleaner = None
+    if "bicleaner" in rows[0]:
+        bicleaner = np.array([float(r["bicleaner"]) if r["bicleaner"] else np.nan for r in rows])
+    return {"src": [r[src] for r in rows], "tgt": [r[tgt] for r in rows],
+            "label": [r["label"].strip() for r in rows], "bicleaner": bicleaner}
+
+
+def _text(prefix: str, lang: str) -> List[str]:
+    for path in (f"{prefix}.{lang}", f"{prefix}.{lang}.gz"):
+        if os.path.isfile(path):
+            with _open(path) as f:
+                return [line.rstrip("\n") for line in f]
+    raise FileNotFoundError(f"clean corpus side not found: {prefix}.{lang} (nor .gz)")
+
+
+def read_clean(prefixes: Sequence[str], src: str, tgt: str):
+    """All pairs of the clean corpora, pooled."""
+    sources, targets = [], []
+    for prefix in prefixes:
+        s, t = _text(prefix, src), _text(prefix, tgt)
+        if len(s) != len(t):
+            raise ValueError(f"clean corpus {prefix}: {len(s)} {src} lines against {len(t)} "
+                             f"{tgt} lines; line N of one side must translate line N of the other")
+        sources += s
+        targets += t
+    return sources, targets
+
+
+def mix(labelled: dict, clean_src, clean_tgt, share: float, seed: int):
+    """Labelled pairs plus as many clean pairs (sampled) as make them *share* of the mix,
+    shuffled. Returns (sources, targets, labels, row of each pair in the labelled file or -1)."""
+    n = len(labelled["label"])
+    want = int(round(n * (1.0 - share) / share))
+    if want > len(clean_src):
+        raise ValueError(f"a share of {share} needs {want} clean pairs, the clean corpus has "
+                         f"{len(clean_src)}: give a larger --share or more --clean corpora")
+    rng = np.random.default_rng(seed)
+    clean = rng.choice(len(clean_src), size=want, replace=False)
+    src = list(labelled["src"]) + [clean_src[i] for i in clean]
+    tgt = list(labelled["tgt"]) + [clean_tgt[i] for i in clean]
+    labels = list(labelled["label"]) + [CLEAN] * want
+    row = np.concatenate([np.arange(n), np.full(want, -1)])
+    order = rng.permutation(len(src))
+    return ([src[i] for i in order], [tgt[i] for i in order], [labels[i] for i in order],
+            row[order])
+
+
+def prepare(src_lines, tgt_lines, src: str, tgt: str, workdir: str, bpe_size: int,
+            ratio: float, max_chars: int, max_len: int):
+    """The training-set steps of ``scripts/prepare-corpus.sh`` on the mixed text: returns
+    the line number (in the mix) of every kept pair and its subword pieces per side."""
+    clean_corpus, spm_script = _script("clean_corpus"), _script("spm_train_encode")
+    raw, spm = os.path.join(workdir, "raw"), os.path.join(workdir, "spm")
+    os.makedirs(raw, exist_ok=True)
+    mixed = [os.path.join(workdir, f"mixed.{lang}") for lang in (src, tgt)]
+    for path, lines in zip(mixed, (src_lines, tgt_lines)):
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.writelines(line.replace("\n", " ") + "\n" for line in lines)
+    rawf = [os.path.join(raw, f"train.{lang}") for lang in (src, tgt)]
+    unf = [os.path.join(spm, f"train.unfiltered.{lang}") for lang in (src, tgt)]
+    out = [os.path.join(spm, f"train.{lang}") for lang in (src, tgt)]
+    ratio_args = ["--ratio", str(ratio)] if ratio else ["--no-ratio-filter"]
+    steps = [
+        (clean_corpus.main, ["--in-src", mixed[0], "--in-tgt", mixed[1], "--out-src", rawf[0],
+                             "--out-tgt", rawf[1], "--filter", "--min-len", "1", "--max-len", "0",
+                             "--max-chars", str(max_chars), "--no-ratio-filter",
+                             "--line-ids-out", os.path.join(raw, "train.kept-lines")]),
+        (spm_script.main, ["train", "--model-prefix", os.path.join(spm, "spm"), "--vocab-size",
+                           str(bpe_size), "--threads", "1"] + rawf),
+        (spm_script.main, ["encode", "--model", os.path.join(spm, "spm.model"),
+                           "--inputs"] + rawf + ["--outputs"] + unf),
+        (clean_corpus.main, ["--in-src", unf[0], "--in-tgt", unf[1], "--out-src", out[0],
+                             "--out-tgt", out[1], "--filter", "--min-len", "1", "--max-len",
+                             str(max_len)] + ratio_args +
+         ["--line-ids-in", os.path.join(raw, "train.kept-lines"),
+          "--line-ids-out", os.path.join(workdir, "train.kept-lines")]),
+    ]
+    for main, argv in steps:
+        if main(argv):
+            raise RuntimeError(f"preparation step failed: {' '.join(argv)}")
+    with open(os.path.join(workdir, "train.kept-lines")) as f:
+        kept = np.array([int(x) for x in f.read().split()], dtype=np.int64)
+    pieces = []
+    for path in out:
+        with open(path, encoding="utf-8", newline="\n") as f:
+            pieces.append([line.split() for line in f.read().split("\n")[:-1]])
+    return kept, pieces
+
+
+def joined_counts(src_pieces, tgt_pieces):
+    """Subword counts of both sides over one vocabulary (the ``--joined-dictionary`` of
+    ``fairseq-preprocess``, up to the order of its ids) and the vocabulary's symbols."""
+    vocab: Dict[str, int] = {}
+    sides = []
+    for side in (src_pieces, tgt_pieces):
+        ids = np.fromiter((vocab.setdefault(p, len(vocab)) for sent in side for p in sent),
+                          dtype=np.int64)
+        sides.append((ids, np.cumsum([0] + [len(sent) for sent in side])))
+    symbols = list(vocab)  # insertion order: symbol of id i
+    return [count_matrix(ids, offsets, len(vocab)) for ids, offsets in sides], symbols
+
+
+def _auc(labels: np.ndarray, score: np.ndarray) -> float:
+    """AUC of *score* (higher: more likely noise) for A+L against V+F."""
+    pick = np.isin(labels, VALID + AUC_NOISE) & ~np.isnan(score)
+    y = np.isin(labels[pick], AUC_NOISE)
+    score = score[pick]
+    finite = score[np.isfinite(score)]
+    low, high = (finite.min(), finite.max()) if finite.size else (0.0, 0.0)
+    # dropped pairs (+inf): above every pair that reached the checks
+    score = np.clip(score, low - 1.0, high + 1.0)
+    if y.all() or not y.any():
+        return float("nan")
+    return float(roc_auc_score(y, score))
+
+
+def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray],
+           scores: Dict[str, np.ndarray], union_score: np.ndarray, bicleaner) -> dict:
+    """The figures of the module's docstring. *labels*, *dropped*: every labelled pair and the
+    clean pairs; *flags* / *scores*: per check, NaN / False where the pair was dropped."""
+    kinds = sorted(set(labels.tolist()))
+    union = dropped.copy()
+    for f in flags.values():
+        union |= f
+    flag_rate: Dict[str, Dict[str, float]] = {}
+    for name, f in [("cleaning", dropped)] + list(flags.items()) + [("union", union)]:
+        reached = ~dropped if name not in ("cleaning", "union") else np.ones_like(dropped)
+        flag_rate[name] = {k: float(f[(labels == k) & reached].mean())
+                           if ((labels == k) & reached).any() else float("nan") for k in kinds}
+        for group in (AUC_NOISE, VALID):  # the goals' groups: A+L, V+F
+            pick = np.isin(labels, group) & reached
+            flag_rate[name]["+".join(group)] = float(f[pick].mean()) if pick.any() else float("nan")
+    noise, valid = np.isin(labels, NOISE), np.isin(labels, VALID)
+    true_pos = int(np.count_nonzero(union & noise))
+    auc = {name: _auc(labels, s) for name, s in scores.items()}
+    auc["union"] = _auc(labels, union_score)
+    if bicleaner is not None:
+        # higher Bicleaner scores mean a valid translation
+        auc["bicleaner"] = _auc(labels, -bicleaner)
+    return {
+        "flag_rate": flag_rate,
+        "precision": true_pos / max(int(np.count_nonzero(union & (noise | valid))), 1),
+        "recall": true_pos / max(int(np.count_nonzero(noise)), 1),
+        "auc": auc,
+        "counts": {k: {"pairs": int(np.count_nonzero(labels == k)),
+                       "reached_checks": int(np.count_nonzero((labels == k) & ~dropped)),
+                       "dropped_by_cleaning": int(np.count_nonzero((labels == k) & dropped))}
+                   for k in kinds},
+    }
+
+
+def check_report(args) -> dict:
+    labelled = read_labelled(args.labelled, args.src, args.tgt)
+    clean_src, clean_tgt = read_clean(args.clean, args.src, args.tgt)
+    src_lines, tgt_lines, labels, row = mix(labelled, clean_src, clean_tgt, args.share, args.seed)
+    settings = settings_from_args(args)
+    with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
+        kept, (src_pieces, tgt_pieces) = prepare(
+            src_lines, tgt_lines, args.src, args.tgt, workdir, args.bpe_size,
+            0.0 if args.no_ratio_filter else args.ratio, args.max_chars, args.max_len)
+    counts, symbols = joined_counts(src_pieces, tgt_pieces)
+    checks = pair_checks(*counts, symbols=symbols, settings=settings)
+    labels = np.asarray(labels)
+    n = len(labels)
+    dropped = np.ones(n, dtype=bool)
+    dropped[kept] = False
+    flags, scores, union_score = {}, {}, np.full(n, np.inf)  # dropped: flagged for sure
+    per_check, margin = check_scores(checks, settings)
+    for name in per_check:
+        f, s = np.zeros(n, dtype=bool), np.full(n, np.nan)
+        f[kept], s[kept] = per_check[name][1], per_check[name][0]
+        flags[name], scores[name] = f, s
+    union_score[kept] = margin
+    bicleaner = None
+    if labelled["bicleaner"] is not None:
+        bicleaner = np.full(n, np.nan)
+        bicleaner[row >= 0] = labelled["bicleaner"][row[row >= 0]]
+    out = report(labels, dropped, flags, scores, union_score, bicleaner)
+    out.update({
+        "labelled": args.labelled, "clean_corpus": list(args.clean),
+        "share": args.share, "pairs": {"labelled": int(np.count_nonzero(row >= 0)),
+                                       "clean": int(np.count_nonzero(row < 0))},
+        "preparation": {"bpe_size": args.bpe_size, "max_chars": args.max_chars,
+                        "max_len": args.max_len,
+                        "ratio": None if args.no_ratio_filter else args.ratio},
+        "pair_checks": settings.to_dict(), "seed": args.seed,
+    })
+    return out
+
+
+def get_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autoassist-check-report", description=__doc__.split("\n\n")[0] + " Mixes "
+        "labelled pairs into a clean corpus, prepares and checks the mix as scripts/"
+        "prepare-corpus.sh and autoassist-features do, and writes per-label flag rates, "
+        "precision, recall and ROC AUCs as JSON.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  autoassist-check-report labelled.tsv.gz --clean tatoeba/train "
+               "wmt/newstest2012 --src en --tgt de --out report.json")
+    parser.add_argument("labelled", help="TSV (plain or .gz) with a header line and columns "
+                        "named as --src and --tgt, 'label' (V, F, A, L, T, MT, E) and optional "
+                        "'bicleaner'")
+    parser.add_argument("--clean", nargs="+", required=True, metavar="PREFIX",
+                        help="clean corpus PREFIX.SRC / PREFIX.TGT (plain or .gz); several are "
+                             "pooled")
+    parser.add_argument("--src", required=True, help="source language (column and file suffix)")
+    parser.add_argument("--tgt", required=True, help="target language (column and file suffix)")
+    parser.add_argument("--out", required=True, help="the JSON report to write")
+    parser.add_argument("--share", type=float, default=0.1,
+                        help="share of labelled pairs in the mix; clean pairs are sampled to "
+                             "make it up (default: 0.1)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sample (default: 0)")
+    parser.add_argument("--bpe-size", type=int, default=8000,
+                        help="sentencepiece vocabulary, as prepare-corpus.sh (default: 8000)")
+    parser.add_argument("--ratio", type=float, default=1.5,
+                        help="the piece-ratio filter, as prepare-corpus.sh (default: 1.5)")
+    parser.add_argument("--no-ratio-filter", action="store_true",
+                        help="no piece-ratio filter, as prepare-corpus.sh")
+    parser.add_argument("--max-len", type=int, default=250,
+                        help="most pieces a side, as prepare-corpus.sh (default: 250)")
+    parser.add_argument("--max-chars", type=int, default=2000,
+                        help="most characters a side, as prepare-corpus.sh (default: 2000)")
+    parser.add_argument("--workdir", default=None,
+                        help="folder for the temporary prepared text (default: the system's)")
+    add_settings_arguments(parser)
+    return parser
+
+
+def cli_main(argv=None) -> int:
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+                        level=logging.INFO, stream=sys.stdout)
+    if not 0.0 < args.share < 1.0:
+        logger.error(f"--share must be between 0 and 1 (got {args.share})")
+        return 2
+    try:
+        out = check_report(args)
+    except (FileNotFoundError, ValueError) as err:
+        logger.error(str(err))
+        return 1
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1)
+    u = out["flag_rate"]["union"]
+    logger.info(f"wrote {args.out}: union flags " + ", ".join(f"{k} {v:.1%}" for k, v in u.items())
+                + f"; precision {out['precision']:.3f}, recall {out['recall']:.3f}; AUC "
+                + ", ".join(f"{k} {v:.3f}" for k, v in out["auc"].items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli_main())

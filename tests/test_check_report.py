@@ -1,0 +1,101 @@
+"""autoassist-check-report: labelled pairs mixed into a clean corpus, checked and scored."""
+
+import gzip
+import json
+import numpy as np
+import pytest
+
+from autoassist_fairseq.features import check_report
+
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _vocab(rng, n, length=(3, 8)):
+    return ["".join(rng.choice(list(LETTERS), size=rng.integers(*length))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """A toy language pair (each "en" word has its "de" word), a clean corpus of 900 pairs,
+    and 300 labelled pairs: V translations, A misaligned (another pair's target, the same
+    price list with other prices), L a side in a third language, with a Bicleaner-like score
+    that ranks them imperfectly."""
+    rng = np.random.default_rng(0)
+    en, de, third = _vocab(rng, 120), _vocab(rng, 120), _vocab(rng, 60)
+
+    def pair():
+        words = rng.integers(0, 120, size=rng.integers(4, 12))
+        return " ".join(en[w] for w in words), " ".join(de[w] for w in words)
+
+    path = tmp_path_factory.mktemp("report")
+    third = [w + "ñ" for w in third]  # a letter the corpus's two languages lack
+    clean = [pair() for _ in range(900)]
+    for lang, side in (("en", 0), ("de", 1)):
+        (path / f"clean.{lang}").write_text("\n".join(p[side] for p in clean) + "\n")
+    rows = []
+    for i in range(300):
+        s, t = pair()
+        label = "V" if i < 150 else "A" if i < 250 else "L"
+        if label == "A":
+            t = pair()[1] if i % 2 else t + f" {rng.integers(10, 99)}.{rng.integers(10, 99)}"
+            s = s if i % 2 else s + f" {rng.integers(10, 99)}.{rng.integers(10, 99)}"
+        elif label == "L":  # the target in English, or in a third language
+            t = pair()[0] if i % 2 else " ".join(rng.choice(third, size=rng.integers(4, 12)))
+        score = rng.uniform(0.5, 0.8) + (0.05 if label == "V" else 0.0)
+        rows.append(f"v3\t{s}\t{t}\t{label}\t\t{score:.4f}")
+    labelled = path / "labelled.tsv.gz"
+    with gzip.open(labelled, "wt", encoding="utf-8") as f:
+        f.write("release\ten\tde\tlabel\tlabel_second_evaluation\tbicleaner\n")
+        f.write("\n".join(rows) + "\n")
+    return path, labelled
+
+
+def test_report_scores_each_check_on_the_labelled_pairs(corpus, tmp_path):
+    path, labelled = corpus
+    out = tmp_path / "report.json"
+    code = check_report.cli_main([str(labelled), "--clean", str(path / "clean"), "--src", "en",
+                                  "--tgt", "de", "--out", str(out), "--share", "0.25",
+                                  "--bpe-size", "300", "--workdir", str(tmp_path)])
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["share"] == 0.25 and report["clean_corpus"] == [str(path / "clean")]
+    assert report["pairs"] == {"labelled": 300, "clean": 900}
+    for label, n in (("V", 150), ("A", 100), ("L", 50), ("clean", 900)):
+        counts = report["counts"][label]
+        assert counts["pairs"] == n == counts["reached_checks"] + counts["dropped_by_cleaning"]
+    rate = report["flag_rate"]
+    assert set(rate) == {"cleaning", "language", "unrelated", "digits", "union"}
+    # a side in a third language and other prices are found, translations left alone
+    assert rate["language"]["L"] > 0.4 and rate["digits"]["A"] > 0.3
+    assert rate["union"]["V"] < 0.1 and rate["union"]["clean"] < 0.05
+    assert rate["union"]["A"] > 0.6 and rate["union"]["L"] > 0.6
+    for label in ("V", "A", "L"):  # the union: each check, and the pairs cleaning dropped
+        assert rate["union"][label] >= max(rate[c][label] for c in rate if c != "union") - 1e-9
+    assert 0.8 < report["precision"] <= 1.0 and 0.6 < report["recall"] <= 1.0
+    auc = report["auc"]
+    assert auc["union"] > 0.8 and 0.5 < auc["bicleaner"] < auc["union"]
+    assert report["pair_checks"]["checks"] == ["language", "unrelated", "digits"]
+
+    # the checks' settings are options: without the digits check it neither runs nor flags
+    check_report.cli_main([str(labelled), "--clean", str(path / "clean"), "--src", "en",
+                           "--tgt", "de", "--out", str(out), "--share", "0.25",
+                           "--bpe-size", "300", "--workdir", str(tmp_path),
+                           "--pair-checks", "language,unrelated"])
+    fewer = json.loads(out.read_text())
+    assert "digits" not in fewer["flag_rate"]
+    assert fewer["flag_rate"]["union"]["A"] < rate["union"]["A"]
+
+
+def test_report_refuses_bad_input_with_the_fix(corpus, tmp_path, caplog):
+    path, labelled = corpus
+    args = [str(labelled), "--clean", str(path / "clean"), "--src", "en", "--tgt", "fr",
+            "--out", str(tmp_path / "r.json"), "--workdir", str(tmp_path)]
+    assert check_report.cli_main(args) == 1
+    assert "has no column fr" in caplog.text and not (tmp_path / "r.json").exists()
+    args[6] = "de"
+    assert check_report.cli_main(args[:2] + [str(path / "nothing")] + args[3:]) == 1
+    assert "clean corpus side not found" in caplog.text
+    with pytest.raises(ValueError, match="needs 2700 clean pairs.*900"):
+        check_report.mix(check_report.read_labelled(str(labelled), "en", "de"),
+                         ["a"] * 900, ["b"] * 900, 0.1, 0)
+    assert check_report.cli_main(args[:-4] + ["--tgt", "de", "--out", "x", "--share", "1.5"]) == 2
