@@ -1,6 +1,7 @@
 """--assistant-sync: the batches depend only on the seed, the data and the flags."""
 
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -101,3 +102,35 @@ def test_sync_fallback_continues_on_uniform_batches_or_stops(fallback):
     # the first two windows skipped odd ids, the uniform ones take them all
     late = np.concatenate([b.ids for b in trained[-60:]])
     assert np.mean(late % 2 == 1) > 0.4
+
+
+def test_a_loader_thread_in_the_fallback_switch_gets_a_whole_source(monkeypatch):
+    """The uniform source is positioned before it is published: a loader thread asking for
+    a window while the switch is under way gets one from the old source, never from a
+    half-built one (which once called the generator without a scoring function)."""
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(3, 30, 2000), rng.integers(3, 30, 2000)
+    gen = BatchGenerator(np.arange(2000), *sizes, max_tokens=600, window_size=300, seed=3)
+    stream = BatchStream(gen)
+    client = AssistantClient(lambda: LocalSource(gen), gen, stream, fallback="uniform")
+    client.start(epoch=1)
+    old = client.source
+    switching, release = threading.Event(), threading.Event()
+    restart = LocalSource.restart
+
+    def slow_restart(self, *args, **kwargs):
+        if self is not old:  # the uniform source being built: hold the switch half-way
+            switching.set()
+            assert release.wait(10)
+        return restart(self, *args, **kwargs)
+
+    monkeypatch.setattr(LocalSource, "restart", slow_restart)
+    switch = threading.Thread(target=client._on_failure, args=(AssistantDied("gone"),))
+    switch.start()
+    assert switching.wait(10)
+    window = client.next_window()  # a loader thread, mid-switch
+    assert client.source is old and len(window.batches) > 0
+    release.set()
+    switch.join(10)
+    assert client.uniform and client.source is not old
+    assert len(client.next_window().batches) > 0
