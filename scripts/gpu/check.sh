@@ -14,7 +14,8 @@ Usage: bash scripts/gpu/check.sh [--cpu-dry-run] [--steps all|core|perf|NAME,...
 Run from the repository root of a machine with one CUDA GPU, torch and no fairseq, with
 the folder built by scripts/gpu/build-wheelhouse.sh beside it (gpu-wheelhouse/):
   1. a virtual environment in WORK/venv that sees the system's packages (torch), with
-     fairseq-fixed and the rest from the wheelhouse (pip --no-index) and this checkout;
+     fairseq-fixed, this package and the rest from the wheelhouse (pip --no-index); the
+     checkout comes first on PYTHONPATH, so that the code under test is the carried one;
   2. a synthetic corpus (scripts/make_synthetic_corpus.py, then scripts/prepare-corpus.sh);
   3. the steps (python scripts/gpu/check_steps.py --help lists them): fairseq-train on
      CUDA in fp32, --fp16 and --amp; a process group of one rank (nccl) with and without
@@ -80,17 +81,24 @@ if [[ $INSTALL == 1 ]]; then
         "$PY" -c 'import sys; print("\n".join(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))))' \
             > "$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_autoassist_system_site.pth"
     fi
-    log "installing this checkout with fairseq-fixed and the rest from $WHEELHOUSE (no index)"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-index \
-        --find-links "$WHEELHOUSE" --no-build-isolation "$REPO_ROOT" \
-        || die "pip could not install from $WHEELHOUSE (a dependency missing there or on this machine: see above)"
-    rm -rf "$REPO_ROOT/build"
+    log "installing autoassist-fairseq with fairseq-fixed and the rest from $WHEELHOUSE (no index)"
+    # --no-deps: pip would otherwise weigh the system's packages against the new venv's own
+    # (a Python 3.11 venv brings an old setuptools that torch's metadata refuses); the
+    # imports below check that every dependency is there. --ignore-installed: the wheels go
+    # into the venv even where the system holds the same version
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-index --no-deps --ignore-installed \
+        "$WHEELHOUSE"/*.whl || die "pip could not install the wheels of $WHEELHOUSE (see above)"
     PY="$VENV/bin/python"
 fi
+# the code under test is the checkout's, whichever build of the package is installed
+export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 PY="$(command -v "$PY")"
 export PATH="$(dirname "$PY"):$PATH" PYTHON="$PY" VIRTUAL_ENV="${VIRTUAL_ENV:-$(dirname "$(dirname "$PY")")}"
-"$PY" -c "import torch, fairseq, autoassist_fairseq" \
-    || die "$PY cannot import torch, fairseq and autoassist_fairseq"
+MODULES="torch fairseq fairseq.data.data_utils_fast autoassist_fairseq hydra omegaconf bitarray numpy scipy sklearn threadpoolctl sacrebleu sentencepiece tqdm yaml regex"
+"$PY" -c "import importlib, sys
+missing = [m for m in sys.argv[1:] if not importlib.util.find_spec(m.split('.')[0]) or not importlib.import_module(m)]
+sys.exit(f'missing modules: {missing}' if missing else 0)" $MODULES \
+    || die "$PY cannot import what the check needs (above): carry the wheels (scripts/gpu/build-wheelhouse.sh)"
 
 # 2. Corpus --------------------------------------------------------------------------------
 if [[ $DRY == 1 ]]; then
