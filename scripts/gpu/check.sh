@@ -95,7 +95,7 @@ export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 PY="$(command -v "$PY")"
 export PATH="$(dirname "$PY"):$PATH" PYTHON="$PY" VIRTUAL_ENV="${VIRTUAL_ENV:-$(dirname "$(dirname "$PY")")}"
 MODULES="torch fairseq fairseq.data.data_utils_fast autoassist_fairseq hydra omegaconf bitarray numpy scipy sklearn threadpoolctl sacrebleu sentencepiece tqdm yaml regex"
-"$PY" -c "import importlib, sys
+"$PY" -c "import importlib, importlib.util, sys
 missing = [m for m in sys.argv[1:] if not importlib.util.find_spec(m.split('.')[0]) or not importlib.import_module(m)]
 sys.exit(f'missing modules: {missing}' if missing else 0)" $MODULES \
     || die "$PY cannot import what the check needs (above): carry the wheels (scripts/gpu/build-wheelhouse.sh)"
