@@ -21,8 +21,8 @@ for PY's version (default: Python 3.12 from pyenv, the GPU machine's version):
                            fairseq's and the plugin's dependencies missing from a PyTorch
                            image (numpy, scipy, scikit-learn, sacrebleu, sentencepiece,
                            PyYAML, regex, tqdm, torchaudio are expected there)
-  autoassist-fairseq       this package (check.sh installs the checkout itself, so that
-                           the code under test is the one carried)
+  autoassist-fairseq       this package (check.sh puts the carried checkout first on
+                           PYTHONPATH, so that the code under test is the checkout's)
 Then checks the folder: one version per distribution, and at most $MAX_MIB MiB in all.
 
 Carry DIR to the GPU machine with the repository (device tool: carry ["gpu-wheelhouse"]) and

@@ -74,7 +74,11 @@ if [[ $INSTALL == 1 ]]; then
     VENV="$WORK/venv"
     if [[ ! -x "$VENV/bin/python" ]]; then
         log "virtual environment $VENV (sees $PY's packages)"
-        "$PY" -m venv --system-site-packages "$VENV"
+        # a Python without ensurepip (Debian's, without python3-venv) makes a venv without
+        # pip: the system's pip then installs into it (pip --python, pip >= 22.3)
+        "$PY" -m venv --system-site-packages "$VENV" 2>/dev/null \
+            || { rm -rf "$VENV"; "$PY" -m venv --system-site-packages --without-pip "$VENV"; } \
+            || die "$PY cannot create a virtual environment"
         # --system-site-packages reaches the *base* interpreter's packages; where $PY is
         # itself a venv (the GPU image's python3 is /opt/torch/.venv), torch lies in that
         # venv's site-packages: a .pth file adds $PY's package folders after the new ones.
@@ -86,7 +90,9 @@ if [[ $INSTALL == 1 ]]; then
     # (a Python 3.11 venv brings an old setuptools that torch's metadata refuses); the
     # imports below check that every dependency is there. --ignore-installed: the wheels go
     # into the venv even where the system holds the same version
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-index --no-deps --ignore-installed \
+    PIP=("$VENV/bin/python" -m pip)
+    "$VENV/bin/python" -m pip --version >/dev/null 2>&1 || PIP=("$PY" -m pip --python "$VENV/bin/python")
+    "${PIP[@]}" install -q --disable-pip-version-check --no-index --no-deps --ignore-installed \
         "$WHEELHOUSE"/*.whl || die "pip could not install the wheels of $WHEELHOUSE (see above)"
     PY="$VENV/bin/python"
 fi
