@@ -1,0 +1,200 @@
+"""Training runs of scripts/gpu/check_steps.py and what each step reads from them."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+STEP_TIMEOUT = 900  # seconds, when no --time-limit is nearer
+
+
+class Run:
+    """One command in its own process group, its output kept and appended to the log."""
+
+    def __init__(self, name, proc):
+        self.name, self.proc, self.pid = name, proc, proc.pid
+        self.lines, self.returncode, self.seconds_after_kill = [], None, None
+
+    @classmethod
+    def start(cls, ctx, name, cmd):
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env,
+                                start_new_session=True)
+        run = cls(name, proc)
+        run.cmd = [str(c) for c in cmd]
+        return run
+
+    def timeout(self, ctx):
+        if ctx["deadline"] is None:
+            return STEP_TIMEOUT
+        return max(10.0, min(STEP_TIMEOUT, ctx["deadline"] - time.monotonic()))
+
+    def wait_for(self, ctx, text):
+        """Read lines until one holds *text*; False at the end of output or the timeout."""
+        deadline = time.monotonic() + self.timeout(ctx)
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                return False
+            self.lines.append(line)
+            if text in line:
+                return True
+        return False
+
+    def finish(self, ctx, timeout=None):
+        """Wait for the end (the whole group is killed at the timeout); log the output."""
+        try:
+            out, _ = self.proc.communicate(timeout=timeout or self.timeout(ctx))
+        except subprocess.TimeoutExpired:
+            os.killpg(self.pid, signal.SIGKILL)
+            out, _ = self.proc.communicate()
+            out += f"\n[check] killed: still running after {timeout or self.timeout(ctx):.0f}s\n"
+        self.lines.append(out)
+        self.returncode = self.proc.returncode
+        with open(ctx["log"], "a") as log:
+            log.write(f"==== {self.name}: {' '.join(self.cmd)}\n{self.output}\n"
+                      f"==== {self.name}: exit {self.returncode}\n")
+        return self
+
+    @property
+    def output(self):
+        return "".join(self.lines)
+
+
+def fairseq_train(ctx, name, flags, finish=True):
+    """fairseq-train on the check's corpus and config, in a fresh WORK/NAME folder."""
+    shutil.rmtree(ctx["work"] / name, ignore_errors=True)  # a trace appends to its file
+    exe = Path(sys.executable).parent / "fairseq-train"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fairseq_cli.train"]
+    cmd += [ctx["data"]] + ctx["tokens"] + ["--save-dir", ctx["work"] / name, "--no-save",
+                                            "--disable-validation"] + flags
+    run = Run.start(ctx, name, cmd)
+    return run.finish(ctx) if finish else run
+
+
+def log_records(output, kind="train_inner"):
+    """The ``key=value`` fields of fairseq's simple-format log lines of one kind."""
+    records = []
+    for line in output.splitlines():
+        if f"| {kind} |" not in line:
+            continue
+        fields = {}
+        for part in line.split("|")[-1].replace(",", " ").split():
+            key, _, value = part.partition("=")
+            try:
+                fields[key] = float(value)
+            except ValueError:
+                fields[key] = value
+        records.append(fields)
+    return records
+
+
+def trace_passes(trace_dir):
+    """Pairs trained in each data pass (fairseq epoch) of ``--assistant-trace-dir``."""
+    pairs = Counter()
+    with open(Path(trace_dir) / "trained.rank0.tsv") as f:
+        for line in f:
+            epoch, _update, ids = line.rstrip("\n").split("\t")
+            pairs[int(epoch)] += len(ids.split(","))
+    return [pairs[e] for e in sorted(pairs)]
+
+
+def train_checks(ctx, run, trace_dir):
+    """(status, reason, figures) of a finished autoassist training run."""
+    if run.returncode != 0 or "done training" not in run.output:
+        return "FAIL", f"fairseq-train exited with {run.returncode} (see gpu-check.log)", {}
+    recs = log_records(run.output)
+    last = recs[-1] if recs else {}
+    wall = last.get("wall") or None
+    fig = {"updates": last.get("num_updates"), "wall_s": wall,
+           "loss": last.get("loss"), "aa_lambda": last.get("aa_lambda"),
+           "aa_accept_sent": last.get("aa_accept_sent"), "aa_boss_tok": last.get("aa_boss_tok"),
+           "aa_skip_tok": last.get("aa_skip_tok"), "aa_dropped": last.get("aa_dropped", 0),
+           "overflows": run.output.count("overflow detected"),
+           "wait_share": (sum(r.get("aa_wait_s", 0.0) for r in recs) / wall) if wall else None}
+    passes = trace_passes(trace_dir)
+    fig["pairs_per_pass"], fig["corpus_pairs"] = passes, ctx["pairs"]
+    if not any("aa_acc" in r for r in recs):
+        return "FAIL", "no aa_acc logged: no loss reached the Assistant", fig
+    learned_rule = not ctx["profile"]["rule"]  # the random rule skips with lambda_k 0
+    if not any((r.get("aa_lambda", 0) > 0 or not learned_rule) and r.get("aa_accept_sent", 1) < 1
+               for r in recs):
+        return "FAIL", "no skipping logged (aa_lambda > 0 with aa_accept_sent < 1)", fig
+    whole = [n for e, n in enumerate(passes, 1) if f"end of epoch {e} " in run.output]
+    if not whole:
+        return "FAIL", "the trace holds no whole data pass: raise the updates", fig
+    if min(whole) >= ctx["pairs"]:
+        return "FAIL", f"every whole pass of the trace trained all {ctx['pairs']} pairs", fig
+    limit = ctx["profile"]["wait_share_max"]
+    if limit is not None and (fig["wait_share"] or 0) > limit:
+        return "FAIL", f"the Boss waited {fig['wait_share']:.1%} of the run, over {limit:.0%}", fig
+    return "PASS", "", fig
+
+
+def group_alive(pgid):
+    """Pids of the process group *pgid* still running (zombies excluded)."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(int(stat.parent.name))
+    return alive
+
+
+def forked_children(pid):
+    """Children of *pid* with its command line: the Assistant (forked, not spawned)."""
+    def cmdline(p):
+        try:
+            return Path(f"/proc/{p}/cmdline").read_bytes()
+        except OSError:
+            return None
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [int(k) for k in kids if cmdline(int(k)) == cmdline(pid)]
+
+
+def kill_assistant_during(ctx, name, flags):
+    """SIGKILL the Assistant at the first logged update; checks by the fallback's rule."""
+    fallback = flags[flags.index("--assistant-fallback") + 1]
+    run = fairseq_train(ctx, name, flags, finish=False)
+    if not run.wait_for(ctx, "| train_inner |"):
+        os.killpg(run.pid, signal.SIGKILL)
+        run.finish(ctx)
+        return "FAIL", "training did not reach its first log line (see gpu-check.log)", {}
+    kids = forked_children(run.pid)
+    if len(kids) != 1:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.finish(ctx)
+        return "FAIL", f"expected one Assistant process, found {kids}", {}
+    os.kill(kids[0], signal.SIGKILL)
+    killed = time.monotonic()
+    run.finish(ctx, timeout=60 if fallback == "error" else None)
+    seconds = time.monotonic() - killed
+    left = group_alive(run.pid)
+    if left:
+        os.killpg(run.pid, signal.SIGKILL)
+    fig = {"exit": run.returncode, "seconds_after_kill": round(seconds, 1), "left": left}
+    out = run.output
+    if left:
+        return "FAIL", f"processes left behind: {left}", fig
+    if fallback == "error":
+        if run.returncode == 0 or "Assistant process died" not in out or "SIGKILL" not in out:
+            return "FAIL", "the run did not stop with the Assistant's death as its cause", fig
+        if seconds > 10:
+            return "FAIL", f"the run stopped {seconds:.0f}s after the kill (goal: ~1 s)", fig
+        return "PASS", "", fig
+    if run.returncode != 0 or "continuing this run on uniform batches" not in out \
+            or "done training" not in out:
+        return "FAIL", "the run did not continue on uniform batches to its end", fig
+    return "PASS", "", fig
