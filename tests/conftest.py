@@ -1,6 +1,9 @@
+from types import SimpleNamespace
+
 import pytest
 
-from utils import make_binarized
+from scripts_helpers import make_synthetic_data
+from utils import RANDOM_SKIP, make_binarized, run, train_args
 
 
 @pytest.fixture(scope="session")
@@ -20,3 +23,40 @@ def big_data(tmp_path_factory):
     """A 6000-pair toy corpus: one window of the default size (4096 candidates) pickles to
     more than a pipe's buffer, as on real data."""
     return make_binarized(tmp_path_factory.mktemp("big"), n_train=6000, n_valid=60)
+
+
+@pytest.fixture(scope="session")
+def synthetic_data(tmp_path_factory):
+    """A 300-pair synthetic corpus prepared by scripts/prepare-corpus.sh (src -> tgt, a
+    sentencepiece model of 300 pieces): its data directory, with raw/ references."""
+    return make_synthetic_data(tmp_path_factory.mktemp("synthetic"), pairs=300, bpe_size=300)
+
+
+# -- training runs that several tests read (read-only: a test that needs to change a run's
+# files copies them). Each is trained once per session (per xdist worker: conftest's
+# pytest_collection_modifyitems keeps the tests of one run on one worker).
+
+@pytest.fixture(scope="session")
+def paper_run(train_data, tmp_path_factory):
+    """400 updates of the tiny transformer on train_data with the paper's rule alone, the
+    one that skips easy (low-loss) pairs: ``(save_dir, process)``."""
+    save_dir = tmp_path_factory.mktemp("paper-run")
+    proc = run(train_args(train_data, save_dir, extra=[
+        "--max-update", "400", "--assistant-rule", "paper", "--assistant-no-pair-checks"]))
+    return save_dir, proc
+
+
+@pytest.fixture(scope="session")
+def random_skip_run(train_data, tmp_path_factory):
+    """6 epochs on train_data with the random rule at known rates (every pair in pass 1,
+    60% of every later pass), no loader workers and no buffer, every trained batch traced
+    (``trace``: the directory for utils.read_trace). Acceptance does not depend on the
+    Assistant's state, so a run of the same flags that stops earlier (``--max-epoch 3``)
+    trains exactly the first epochs of this one: the uninterrupted plan that resumed and
+    background-loaded runs are compared with."""
+    root = tmp_path_factory.mktemp("random-skip")
+    proc = run(train_args(train_data, root / "ckpt", extra=[
+        "--max-epoch", "6", "--assistant-trace-dir", root / "trace", *RANDOM_SKIP,
+        "--num-workers", "0", "--data-buffer-size", "0"]))
+    return SimpleNamespace(save_dir=root / "ckpt", trace=root / "trace", stdout=proc.stdout,
+                           output=proc.stdout + proc.stderr)
