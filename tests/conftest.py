@@ -60,3 +60,45 @@ def random_skip_run(train_data, tmp_path_factory):
         "--num-workers", "0", "--data-buffer-size", "0"]))
     return SimpleNamespace(save_dir=root / "ckpt", trace=root / "trace", stdout=proc.stdout,
                            output=proc.stdout + proc.stderr)
+
+
+# -- distribution over pytest-xdist workers (scripts/test.sh: -n auto --dist loadgroup) -----
+# Each test file is one group that one worker runs whole (its module fixtures are built
+# once), and files whose tests read the same session run are one group (the run is trained
+# once). Groups go out longest first (greedy: no long group is left to start last);
+# the durations behind this order: docs/test-durations.md.
+SHARED_RUNS = ("paper_run", "random_skip_run")
+LONGEST_FIRST = ("test_benchmark.py", "test_task_train.py", "test_prepare.py",
+                 "test_distributed.py", "test_faults.py", "test_benchmark_arms.py",
+                 "test_pair_checks.py", "test_process.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
+def pytest_collection_modifyitems(config, items):
+    group = {}  # file -> its group's representative (union-find over shared runs)
+
+    def find(key):
+        while group.setdefault(key, key) != key:
+            key = group[key]
+        return key
+
+    paths = [item.nodeid.split("::")[0] for item in items]
+    for item, path in zip(items, paths):
+        find(path)
+        for name in SHARED_RUNS:
+            if name in getattr(item, "fixturenames", ()):
+                group[find(path)] = find(name)
+    members = {}  # representative -> the file names of its group
+    for path in dict.fromkeys(paths):
+        members.setdefault(find(path), []).append(path.rsplit("/", 1)[-1])
+    names = {}
+    for item, path in zip(items, paths):
+        names[item] = "+".join(sorted(members[find(path)]))
+        item.add_marker(pytest.mark.xdist_group(names[item]))
+
+    def rank(item):
+        files = names[item].split("+")
+        return min(LONGEST_FIRST.index(f) if f in LONGEST_FIRST else len(LONGEST_FIRST)
+                   for f in files)
+
+    items.sort(key=rank)  # stable: a file's tests keep their order
