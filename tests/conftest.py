@@ -73,8 +73,22 @@ LONGEST_FIRST = ("test_benchmark.py", "test_task_train.py", "test_prepare.py",
                  "test_pair_checks.py", "test_process.py")
 
 
+# the "slow" mark (-m "not slow": a quick lane while developing; CI runs everything): a
+# test that reads a prepared corpus or a training run, or one of these, which train or
+# prepare one themselves
+SLOW_FIXTURES = ("tiny_data", "train_data", "big_data", "synthetic_data", "multi30k_slice",
+                 "segmented")
+SLOW_TESTS = ("test_features_command_flags_copies_and_training_skips_them",
+              "test_prepare_wmt14_offline_on_the_sample")
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if any(name in fixtures for name in SLOW_FIXTURES + SHARED_RUNS) \
+                or item.name.split("[")[0] in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
     group = {}  # file -> its group's representative (union-find over shared runs)
 
     def find(key):
