@@ -10,4 +10,4 @@ source scripts/setup_env.sh
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # one pytest-xdist worker per core; a test file runs whole on one worker, and files that
 # read the same session run share one, longest first (tests/conftest.py); `-n 0` runs serially
-python -m pytest tests -n auto --dist loadgroup --no-loadscope-reorder --durations=10 "$@"
+python -m pytest tests -n auto --dist loadfile --no-loadscope-reorder --durations=10 "$@"

@@ -1,3 +1,5 @@
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -62,16 +64,16 @@ def random_skip_run(train_data, tmp_path_factory):
                            output=proc.stdout + proc.stderr)
 
 
-# -- distribution over pytest-xdist workers (scripts/test.sh: -n auto --dist loadgroup) -----
-# Each test file is one group that one worker runs whole (its module fixtures are built
-# once), and files whose tests read the same session run are one group (the run is trained
-# once). Groups go out longest first (greedy: no long group is left to start last);
-# the durations behind this order: docs/test-durations.md.
+# -- distribution over pytest-xdist workers (scripts/test.sh: -n auto --dist loadfile) -----
+# Each test file runs whole on one worker (its module fixtures are built once), and the
+# files that read the same session run go to the same worker (the run is trained once per
+# worker that needs it). Groups go out longest first, so that no long group is left to
+# start last while the other worker idles; the durations behind this order are in
+# docs/test-durations.md.
 SHARED_RUNS = ("paper_run", "random_skip_run")
 LONGEST_FIRST = ("test_benchmark.py", "test_task_train.py", "test_prepare.py",
                  "test_distributed.py", "test_faults.py", "test_benchmark_arms.py",
                  "test_pair_checks.py", "test_process.py")
-
 
 # the "slow" mark (-m "not slow": a quick lane while developing; CI runs everything): a
 # test that reads a prepared corpus or a training run, or one of these, which train or
@@ -82,37 +84,57 @@ SLOW_TESTS = ("test_features_command_flags_copies_and_training_skips_them",
               "test_prepare_wmt14_offline_on_the_sample")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
+def file_groups():
+    """Test file name -> the name of its group: the files whose source names one of the
+    SHARED_RUNS fixtures are one group (read from the source, so that the xdist controller,
+    which collects no tests, groups as the workers do)."""
+    parent = {}
+
+    def find(key):
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    names = sorted(p.name for p in Path(__file__).parent.glob("test_*.py"))
+    for name in names:
+        text = (Path(__file__).parent / name).read_text()
+        for fixture in SHARED_RUNS:
+            if re.search(rf"\b{fixture}\b", text):
+                parent[find(name)] = find(fixture)
+    members = {}
+    for name in names:
+        members.setdefault(find(name), []).append(name)
+    return {name: "+".join(members[find(name)]) for name in names}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, with the files of one group as one unit (see file_groups)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    groups = file_groups()
+
+    class SharedRunScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            path = nodeid.split("::", 1)[0]
+            return groups.get(path.rsplit("/", 1)[-1], path)
+
+    return SharedRunScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if any(name in fixtures for name in SLOW_FIXTURES + SHARED_RUNS) \
                 or item.name.split("[")[0] in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
-    group = {}  # file -> its group's representative (union-find over shared runs)
-
-    def find(key):
-        while group.setdefault(key, key) != key:
-            key = group[key]
-        return key
-
-    paths = [item.nodeid.split("::")[0] for item in items]
-    for item, path in zip(items, paths):
-        find(path)
-        for name in SHARED_RUNS:
-            if name in getattr(item, "fixturenames", ()):
-                group[find(path)] = find(name)
-    members = {}  # representative -> the file names of its group
-    for path in dict.fromkeys(paths):
-        members.setdefault(find(path), []).append(path.rsplit("/", 1)[-1])
-    names = {}
-    for item, path in zip(items, paths):
-        names[item] = "+".join(sorted(members[find(path)]))
-        item.add_marker(pytest.mark.xdist_group(names[item]))
+    groups = file_groups()
 
     def rank(item):
-        files = names[item].split("+")
-        return min(LONGEST_FIRST.index(f) if f in LONGEST_FIRST else len(LONGEST_FIRST)
-                   for f in files)
+        name = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+        return min((LONGEST_FIRST.index(f) for f in groups.get(name, name).split("+")
+                    if f in LONGEST_FIRST), default=len(LONGEST_FIRST))
 
-    items.sort(key=rank)  # stable: a file's tests keep their order
+    items.sort(key=rank)  # stable: the files of a group, and the tests of a file, keep their order
