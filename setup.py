@@ -32,7 +32,8 @@ setup(
         "tqdm",
     ],
     extras_require={
-        "test": ["pytest"],
+        # pytest-xdist: scripts/test.sh runs the suite on every core (3.8: --no-loadscope-reorder)
+        "test": ["pytest", "pytest-xdist>=3.8"],
         "plot": ["matplotlib"],
         # --tensorboard-logdir: fairseq writes through torch.utils.tensorboard (needs
         # tensorboard); tensorboardX is what fairseq's text_to_speech task imports,

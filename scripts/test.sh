@@ -8,4 +8,6 @@ source scripts/setup_env.sh
 # (its Assistant; in the two-worker tests, a second Boss and Assistant) that needs the
 # other core more than the Boss's matrix products do
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
-python -m pytest tests --durations=10 "$@"
+# one pytest-xdist worker per core; a test file runs whole on one worker, and files that
+# read the same session run share one, longest first (tests/conftest.py); `-n 0` runs serially
+python -m pytest tests -n auto --dist loadfile --no-loadscope-reorder --durations=10 "$@"

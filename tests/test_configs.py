@@ -37,8 +37,8 @@ TINY = {
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    return make_synthetic_data(tmp_path_factory.mktemp("configs"), pairs=300, bpe_size=300)
+def data_dir(synthetic_data):
+    return synthetic_data  # conftest: make_synthetic_data(..., pairs=300, bpe_size=300)
 
 
 @pytest.fixture

@@ -12,15 +12,10 @@ from utils import BIN, REPO, make_binarized, run, train_args
 
 
 @pytest.fixture(scope="module")
-def diag_run(tmp_path_factory):
+def diag_run(train_data, paper_run):
     """A 2000-pair toy corpus (30% noisy pairs: random targets) and a 400-update run."""
-    root = tmp_path_factory.mktemp("diagnose")
-    data = make_binarized(root, n_train=2000, n_valid=100)
-    save_dir = root / "ckpt"
     # the paper's rule alone: the diagnosis asks whether skipping low-loss pairs can pay
-    run(train_args(data, save_dir, extra=["--max-update", "400", "--assistant-rule", "paper",
-                                          "--assistant-no-pair-checks"]))
-    return data, save_dir / "checkpoint_last.pt"
+    return train_data, paper_run[0] / "checkpoint_last.pt"
 
 
 def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(diag_run, tmp_path):

@@ -17,9 +17,9 @@ TINY_TRANSFORMER = [
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(synthetic_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("evaluate")
-    data = make_synthetic_data(root, pairs=300, bpe_size=300)
+    data = synthetic_data  # conftest: make_synthetic_data(..., pairs=300, bpe_size=300)
     save_dir = root / "checkpoints"
     run(["fairseq-train", data, "--task", "translation", *TINY_TRANSFORMER,
          "--optimizer", "adam", "--lr", "0.001", "--criterion", "label_smoothed_cross_entropy",

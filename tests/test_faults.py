@@ -71,17 +71,8 @@ def test_killed_assistant_stops_the_run_with_the_cause(big_data, tmp_path):
     assert not running(assistant) and children(proc.pid) == []
 
 
-def test_fallback_continues_on_uniform_batches(big_data, tmp_path):
-    args = train_args(big_data, tmp_path, extra=["--max-update", "150", "--no-save",
-                                                 "--assistant-fallback", "uniform",
-                                                 *DEFAULT_WINDOW])
-    proc = _start(args)
-    assistant, lines = _wait_for_training(proc)
-    os.kill(assistant, signal.SIGKILL)
-    out, _ = _finish(proc, lines, timeout=300)
-    assert proc.returncode == 0, out[-3000:]
-    assert "continuing this run on uniform batches" in out
-    assert "done training" in out and "num_updates 150" in out
+# a dead Assistant under --assistant-fallback uniform: test_distributed.py's
+# test_one_dead_assistant_stops_or_falls_back_on_every_rank[uniform]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -14,34 +14,18 @@ def _saved(save_dir):
     return state["extra_state"]["train_iterator"]
 
 
-def _last_epoch_value(output, key):
-    return float(re.findall(rf"\| train \| epoch .*\| {key} ([0-9.e+]+)", output)[-1])
+def _last_epoch_value(output, key, epoch=""):
+    return float(re.findall(rf"\| train \| epoch {epoch}.*\| {key} ([0-9.e+]+)", output)[-1])
 
 
-def test_resume_restores_assistant_state(train_data, tmp_path):
-    run(train_args(train_data, tmp_path, extra=["--max-epoch", "2"]))
-    saved = _saved(tmp_path)["autoassist"]["ranks"][0]
-    stats, weights = saved["stats"], saved["assistant"]["model"]["theta"]
-    assert stats["updates"] > 0 and weights.abs().sum() > 0
-    proc = run(train_args(train_data, tmp_path, extra=["--max-epoch", "3"]))
-    out = proc.stdout + proc.stderr
-    m = re.search(r"restored Assistant state: T_k=(\S+) lambda_k=(\S+) accuracy=(\S+) "
-                  r"after (\d+) updates", out)
-    assert m, out[-3000:]
-    assert float(m.group(1)) == pytest.approx(stats["threshold"], abs=1e-6)
-    assert float(m.group(2)) == pytest.approx(stats["lambda"], abs=1e-6)
-    assert float(m.group(3)) == pytest.approx(stats["accuracy"], abs=1e-6)
-    assert int(m.group(4)) == stats["updates"]
-    assert "epoch 003" in out
-
-
-def test_mid_epoch_resume_trains_exactly_the_uninterrupted_plan(train_data, tmp_path):
+def test_mid_epoch_resume_trains_exactly_the_uninterrupted_plan(train_data, random_skip_run,
+                                                               tmp_path):
     """Interrupted in the middle of epoch 2 and resumed, the run trains the same batches in
-    the same order as without the interruption: no pair repeated, none dropped."""
-    whole = train_args(train_data, tmp_path / "whole", extra=[
-        "--max-epoch", "3", "--assistant-trace-dir", tmp_path / "trace-whole", *RANDOM_SKIP])
-    whole_out = run(whole).stdout
-    expected = read_trace(tmp_path / "trace-whole")
+    the same order as without the interruption: no pair repeated, none dropped; the
+    Assistant goes on from the state it saved."""
+    # the uninterrupted run (--max-epoch 3): the first 3 epochs of conftest's random_skip_run
+    whole_out = random_skip_run.stdout
+    expected = [row for row in read_trace(random_skip_run.trace) if row[0] <= 3]
     epoch1 = sum(1 for e, _, _ in expected if e == 1)
     stop = epoch1 + 11  # in the middle of epoch 2
     part = train_args(train_data, tmp_path / "part", extra=[
@@ -50,12 +34,24 @@ def test_mid_epoch_resume_trains_exactly_the_uninterrupted_plan(train_data, tmp_
     itr = _saved(tmp_path / "part")
     assert itr["epoch"] == 2 and itr["iterations_in_epoch"] == 11
     assert len(itr["autoassist"]["ranks"][0]["stream"]["pending"]) > 0
+    saved = itr["autoassist"]["ranks"][0]
+    stats, weights = saved["stats"], saved["assistant"]["model"]["theta"]
+    assert stats["updates"] > 0 and weights.abs().sum() > 0
     proc = run(part)
-    assert "resuming epoch 2 at batch 11/" in proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "resuming epoch 2 at batch 11/" in out
+    m = re.search(r"restored Assistant state: T_k=(\S+) lambda_k=(\S+) accuracy=(\S+) "
+                  r"after (\d+) updates", out)
+    assert m, out[-3000:]
+    assert float(m.group(1)) == pytest.approx(stats["threshold"], abs=1e-6)
+    assert float(m.group(2)) == pytest.approx(stats["lambda"], abs=1e-6)
+    assert float(m.group(3)) == pytest.approx(stats["accuracy"], abs=1e-6)
+    assert int(m.group(4)) == stats["updates"]
+    assert "epoch 003" in out
     # the run's cumulative counters go on from the checkpoint, each token counted once
     for key in ("aa_boss_tok", "aa_skip_tok"):
-        assert _last_epoch_value(proc.stdout + proc.stderr, key) == pytest.approx(
-            _last_epoch_value(whole_out, key), abs=2), key
+        assert _last_epoch_value(out, key) == pytest.approx(
+            _last_epoch_value(whole_out, key, epoch="003"), abs=2), key
     got = read_trace(tmp_path / "trace-part")
     assert [ids for _, _, ids in got] == [ids for _, _, ids in expected]
     assert [(e, u) for e, u, _ in got] == [(e, u) for e, u, _ in expected]

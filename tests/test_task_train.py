@@ -28,9 +28,8 @@ def _train(data, save_dir, arch, extra=(), **kwargs):
 
 
 @pytest.fixture(scope="module")
-def transformer_run(train_data, tmp_path_factory):
-    save_dir = tmp_path_factory.mktemp("transformer")
-    return save_dir, _train(train_data, save_dir, "transformer")
+def transformer_run(paper_run):
+    return paper_run  # conftest: _train(train_data, save_dir, "transformer")
 
 
 def _check_assistant_took_over(output):
@@ -77,22 +76,21 @@ def test_update_freq_and_max_epoch(train_data, tmp_path):
     assert len(log_records(proc.stdout, "valid")) == 2
 
 
-def test_boss_trains_fewer_tokens_per_epoch_than_translation(train_data, tmp_path):
+def test_boss_trains_fewer_tokens_per_epoch_than_translation(train_data, random_skip_run):
     """Skipped pairs stay skipped: later epochs train clearly fewer tokens than a full
     pass (what plain ``translation`` trains every epoch), and the Boss never trains more
     tokens than the Assistant accepted (nothing is added back to fill an epoch)."""
     from fairseq.data import data_utils
 
     # the random rule keeps 60% of every pass from pass 2 on: a known rate to check against
-    proc = run(train_args(train_data, tmp_path, extra=[
-        "--max-epoch", "6", "--assistant-trace-dir", tmp_path / "trace", *RANDOM_SKIP]))
+    proc = random_skip_run  # conftest: --max-epoch 6, --assistant-trace-dir, RANDOM_SKIP
     datasets = [data_utils.load_indexed_dataset(str(train_data / f"train.src-tgt.{lang}"), None)
                 for lang in ("src", "tgt")]
     sizes = [np.array(ds.sizes) for ds in datasets]  # a view of the memory map: copied
     tokens = sizes[0] + sizes[1]
     full_pass = int(tokens.sum())
     per_epoch = {}
-    for epoch, _, ids in read_trace(tmp_path / "trace"):
+    for epoch, _, ids in read_trace(random_skip_run.trace):
         per_epoch[epoch] = per_epoch.get(epoch, 0) + int(tokens[ids].sum())
     assert sorted(per_epoch) == [1, 2, 3, 4, 5, 6]
     assert per_epoch[1] <= full_pass * 1.02  # one pass's worth of batches
@@ -106,12 +104,12 @@ def test_boss_trains_fewer_tokens_per_epoch_than_translation(train_data, tmp_pat
     assert skip_tok > 0.3 * trained
 
 
-def test_loader_workers_and_buffer_train_the_same_batches(train_data, tmp_path):
+def test_loader_workers_and_buffer_train_the_same_batches(train_data, random_skip_run, tmp_path):
     """--num-workers and --data-buffer-size collate ahead in the background, as fairseq's
     own iterator does, without changing which batches are trained, or their order."""
-    traces = []
-    for name, loader in (("plain", ["--num-workers", "0", "--data-buffer-size", "0"]),
-                         ("ahead", ["--num-workers", "2", "--data-buffer-size", "6"])):
+    # "plain" (--num-workers 0 --data-buffer-size 0): the first 2 epochs of random_skip_run
+    traces = [[ids for epoch, _, ids in read_trace(random_skip_run.trace) if epoch <= 2]]
+    for name, loader in (("ahead", ["--num-workers", "2", "--data-buffer-size", "6"]),):
         run(train_args(train_data, tmp_path / name, extra=[
             "--max-epoch", "2", "--assistant-trace-dir", tmp_path / f"trace-{name}",
             *RANDOM_SKIP, *loader]))
