@@ -117,6 +117,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             self.dataset.set_epoch(self.epoch)
         resume, self._resume = self._resume, None
         offset = self._start(resume)
+        if self.anneal_epoch is not None and self.epoch >= self.anneal_epoch:
+            # before the count: an annealed epoch is a whole pass, not the skipping count
+            self.client.start_annealing()
         if resume is not None and resume.get("epoch") == self.epoch and offset > 0:
             num_batches = resume.get("num_batches")
             if num_batches is None:  # saved without a batch count (plain translation)
@@ -125,8 +128,6 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             logger.info(f"resuming epoch {self.epoch} at batch {offset}/{num_batches}")
         else:
             num_batches = self._agree_num_batches()
-        if self.anneal_epoch is not None and self.epoch >= self.anneal_epoch:
-            self.client.start_annealing()
         self._num_batches = num_batches
         self.stream.begin_epoch(offset)
         itr = _Collated(self, num_batches - offset)
