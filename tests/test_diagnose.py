@@ -196,10 +196,14 @@ def test_noise_by_kind_on_constructed_pairs():
                                    losses=np.array([1.0, 0.5, 3.0, 1.5, 8.0]))
     assert list(kinds) == ["clean", "copy", "misaligned"]
     assert kinds["clean"] == pytest.approx({"pairs": 2, "token_share": 0.2,
-                                            "skipped_share": 0.25, "mean_loss": 2.0})
+                                            "skipped_share": 0.25, "mean_loss": 2.0,
+                                            "mean_reducible_loss": 2.0})
     assert kinds["copy"]["skipped_share"] == pytest.approx(0.75)  # token-weighted: 30 of 40
     assert kinds["misaligned"]["token_share"] == pytest.approx(0.4)
     assert "pair_checks_flagged" not in kinds["clean"]
+    above = diagnose.noise_by_kind(labels, tokens, np.zeros(5),
+                                   np.array([1.0, 0.5, 3.0, 1.5, 8.0]), floor=0.8)
+    assert [above[k]["mean_reducible_loss"] for k in above] == pytest.approx([1.2, 0.35, 7.2])
     flags = np.array([False, True, False, False, True])
     kinds = diagnose.noise_by_kind(labels, tokens, np.zeros(5), np.ones(5), flags)
     assert [kinds[k]["pair_checks_flagged"] for k in kinds] == [0.0, 0.5, 1.0]
