@@ -11,11 +11,12 @@ oracle's figures only; several checkpoints give one row each of an oracle curve.
 
 The reducible loss. Under ``--label-smoothing eps`` no token's loss can go below the
 entropy of the smoothed target (losses.label_smoothing_floor: 1.22 nats = 1.76 bits for
-eps 0.1 and 7.8k types; the losses here are in nats, as the criterion's); the part above it is the learning signal a pair has left (its
-gradient vanishes with it). A pair's reducible loss is its mean token loss minus that
-floor (the NLL under ``cross_entropy``, whose floor is 0). Shares of the raw loss, which
-count the floor as signal, are reported too, with ``raw`` in their names. The oracle's
-order is the same on both (a constant shift), only its shares differ.
+eps 0.1 and 7.8k types; the losses here are in nats, as the criterion's); the part above
+it is the learning signal a pair has left (its gradient vanishes with it). A pair's
+reducible loss is its mean token loss minus that floor (the NLL under ``cross_entropy``,
+whose floor is 0). Shares of the raw loss, which count the floor as signal, are reported
+too, with ``raw`` in their names. The oracle's order is the same on both (a constant
+shift), only its shares differ.
 
 The verdict. Skipping a pair saves its tokens' compute and loses its part of the learning
 signal, its summed reducible token loss. Skipping a token share s with *skip density*
@@ -37,9 +38,10 @@ saves), 1 / (1 - s) at d = 0. The rule:
 The bound was first set on the raw loss, from Multi30k at epoch 12, where AutoAssist lost
 to the baseline at equal tokens with an oracle density of 0.71 (raw). On the raw loss the
 floor's share f of the mean loss turns a reducible density d into f + (1 - f) d, so a raw
-bound of 0.5 can never be met once the floor holds half the loss (44% of the mean pair loss
-at epoch 12, 52% at epoch 30 there): the bound now applies to the reducible loss, where the same 1.27 keeps its
-meaning at every point of training (docs/design.md, "The reducible loss").
+bound of 0.5 can never be met once the floor holds half the loss (44% of the mean pair
+loss at epoch 12, 52% at epoch 30 there): the bound now applies to the reducible loss,
+where the same 1.27 keeps its meaning at every point of training (docs/design.md, "The
+reducible loss").
 
 With ``--noise-labels`` (a labels file of scripts/add_noise.py, one line per raw training
 pair) and DATA/train.kept-lines (prepare-corpus.sh), it adds the share of noise among the
