@@ -902,8 +902,8 @@ NOTES = ("Equal compute: the baseline trains first (the config's --max-epoch, or
          "percent, its wall times are slowed by other work. Noise skipped / trained = the "
          "share of noisy Boss tokens among those the arm's last Assistant would skip / train "
          "(autoassist-diagnose; the baseline trains the corpus share); its loss shares and "
-         "verdict are of the reducible loss (the label-smoothed loss minus its floor). Means are n/a when "
-         "a seed has no value.")
+         "verdict are of the reducible loss (the label-smoothed loss minus its floor). Means "
+         "are n/a when a seed has no value.")
 
 
 def parse_arm(text):
