@@ -89,7 +89,7 @@ def reducible_losses(losses, floor):
     return np.maximum(np.asarray(losses, dtype=np.float64) - floor, 0.0)
 
 
-def skip_figures(assistant, losses, ntok, floor=0.0):
+def skip_figures(assistant, losses, ntok, floor=0.0, ids=None):
     """g and Algorithm 1's P(accept) of every pair, and what its expected skips in one pass
     hold against the oracle's (the figures of this command and of replay_assistant.py).
 
@@ -98,6 +98,7 @@ def skip_figures(assistant, losses, ntok, floor=0.0):
         losses (np.ndarray): per-pair mean token loss of the Boss.
         ntok (np.ndarray): per-pair target tokens.
         floor (float, optional): the loss floor (:func:`loss_floor`; default: 0.0).
+        ids (np.ndarray, optional): the pairs' dataset ids (default: 0, 1, ...).
 
     Returns:
         (np.ndarray, np.ndarray, dict): g, P(accept), and the shares of the tokens, of the
@@ -105,7 +106,7 @@ def skip_figures(assistant, losses, ntok, floor=0.0):
     """
     from .assistant.sampler import accept_probability
 
-    ids = np.arange(len(losses))
+    ids = np.arange(len(losses)) if ids is None else np.asarray(ids)
     chunks = [ids[i:i + 16384] for i in range(0, len(ids), 16384)]
     g = np.concatenate([assistant.utility(c) for c in chunks])
     plain_paper = getattr(assistant.hparams, "rule", "paper") == "paper" \
@@ -240,24 +241,28 @@ def read_noise_labels(data, subset, labels_path, num_pairs):
 
 
 # -- the Boss's losses -----------------------------------------------------------------
-def boss_losses(models, task, criterion, dataset, max_tokens):
-    """Per-sentence mean token loss and target tokens of every pair of *dataset*."""
+def boss_losses(models, task, criterion, dataset, max_tokens, ids=None):
+    """Per-sentence mean token loss and target tokens of every pair of *dataset* (of the
+    pairs *ids* only, in that order, if given)."""
     import torch
 
     from .losses import per_sentence_loss
 
     model = models[0].eval()
     losses, ntok = np.zeros(len(dataset)), np.zeros(len(dataset))
-    batches = dataset.batch_by_size(dataset.ordered_indices(), max_tokens=max_tokens)
+    order = dataset.ordered_indices()
+    if ids is not None:
+        order = order[np.isin(order, ids)]
+    batches = dataset.batch_by_size(order, max_tokens=max_tokens)
     with torch.no_grad():
         for batch in batches:
             sample = dataset.collater([dataset[int(i)] for i in batch])
             net_output = model(**sample["net_input"])
             token_losses = criterion.compute_loss(model, net_output, sample, reduce=False)[0]
-            ids, loss = per_sentence_loss(token_losses, sample, task.tgt_dict.pad())
-            losses[ids] = loss
-            ntok[ids] = sample["target"].ne(task.tgt_dict.pad()).sum(1).numpy()
-    return losses, ntok
+            rows, loss = per_sentence_loss(token_losses, sample, task.tgt_dict.pad())
+            losses[rows] = loss
+            ntok[rows] = sample["target"].ne(task.tgt_dict.pad()).sum(1).numpy()
+    return (losses, ntok) if ids is None else (losses[ids], ntok[ids])
 
 
 def _machine_busy_seconds():
@@ -304,7 +309,8 @@ def oracle_figures(losses, ntok, floor, reference_share):
 
 
 def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
-             reference_share=REFERENCE_SHARE, max_density=MAX_DENSITY, losses_out=None):
+             reference_share=REFERENCE_SHARE, max_density=MAX_DENSITY, losses_out=None,
+             sample_pairs=None):
     """The figures and verdict of one checkpoint (see the module docstring).
 
     Args:
@@ -318,6 +324,8 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
         max_density (float, optional): the verdict's oracle density bound (default: 0.5).
         losses_out (str, optional): save each pair's loss, target tokens and the loss
             floor (.npz).
+        sample_pairs (int, optional): score only this many pairs drawn at random (seed 0)
+            instead of every pair (default: None, every pair).
 
     Returns:
         dict: the figures, as written by ``--out``.
@@ -349,15 +357,21 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
     dataset = task.datasets[subset]
     noise = (read_noise_labels(data, subset, noise_labels, len(dataset))
              if noise_labels else None)  # fail before the slow part
+    ids = np.arange(len(dataset))
+    if sample_pairs and sample_pairs < len(dataset):  # the same pairs for every checkpoint
+        ids = np.sort(np.random.default_rng(0).choice(len(dataset), sample_pairs, replace=False))
+        noise = None if noise is None else noise[ids]
     criterion = task.build_criterion(cfg.criterion)
     floor = loss_floor(criterion, task.target_dictionary)
-    losses, ntok = boss_losses(models, task, criterion, dataset, max_tokens)
+    losses, ntok = boss_losses(models, task, criterion, dataset, max_tokens,
+                               None if len(ids) == len(dataset) else ids)
     if losses_out:
-        np.savez(losses_out, losses=losses, ntok=ntok, floor=floor)
+        np.savez(losses_out, losses=losses, ntok=ntok, floor=floor, ids=ids)
     reducible = reducible_losses(losses, floor)
-    boss_tokens = (dataset.src_sizes + dataset.tgt_sizes).astype(np.float64)
+    boss_tokens = (dataset.src_sizes[ids] + dataset.tgt_sizes[ids]).astype(np.float64)
     oracle = oracle_figures(losses, ntok, floor, reference_share)
     result = {"checkpoint": os.path.abspath(checkpoint), "pairs": len(losses),
+              "pairs_in_corpus": len(dataset),
               **checkpoint_position(state, dataset, cfg.dataset.max_tokens or max_tokens),
               "reference_share": reference_share, **oracle, "max_density": max_density}
     skip, flags = np.zeros(len(losses)), None
@@ -369,13 +383,13 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
         assistant.load_state_dict(from_checkpoint(saved["ranks"][0]["assistant"]))
         if hasattr(assistant, "begin_epoch"):  # the random rule's rate is per pass
             assistant.begin_epoch(state["extra_state"]["train_iterator"].get("epoch", 1))
-        g, accept, shares = skip_figures(assistant, losses, ntok, floor)
+        g, accept, shares = skip_figures(assistant, losses, ntok, floor, ids)
         try:
             checks = task.features.pair_checks()  # reported whether or not the run used them
         except ValueError as err:  # e.g. two columns, from an older autoassist-features
             logger.warning(f"pair checks not reported: {err}")
             checks = None
-        flags = None if checks is None else flagged(checks)
+        flags = None if checks is None else flagged(checks)[ids]
         skip = 1 - accept
         stats = assistant.stats
         # hard: above T_k, an average of the raw losses (the same labels as on the reducible
@@ -513,6 +527,10 @@ def parse_cli(argv=None):
                         "oracle curve, written as {'curve': rows, 'diagnoses': figures}")
     p.add_argument("--max-tokens", type=int, default=8000,
                    help="tokens per scoring batch (default: 8000)")
+    p.add_argument("--sample-pairs", type=int, default=None,
+                   help="score only this many training pairs, drawn at random (seed 0: the "
+                        "same pairs for every checkpoint), to cut the cost on a large "
+                        "corpus (default: every pair)")
     p.add_argument("--out", default=None, help="also write the figures to this JSON file")
     p.add_argument("--losses-out", default=None,
                    help="also save each pair's loss, target tokens and the loss floor (numpy "
@@ -534,6 +552,8 @@ def parse_cli(argv=None):
         p.error(f"--max-density {a.max_density}: must be in (0, 1)")
     if a.max_tokens < 1:
         p.error(f"--max-tokens {a.max_tokens}: must be >= 1")
+    if a.sample_pairs is not None and a.sample_pairs < 100:
+        p.error(f"--sample-pairs {a.sample_pairs}: must be >= 100 (fewer give no stable share)")
     return a
 
 
@@ -547,7 +567,8 @@ def cli_main(argv=None):
         if missing:  # before the slow part of the first one
             raise DiagnosisError(f"{', '.join(missing)} not found")
         results = [diagnose(a.data, c, a.max_tokens, a.noise_labels, a.reference_share,
-                            a.max_density, losses_path(a.losses_out, c, several))
+                            a.max_density, losses_path(a.losses_out, c, several),
+                            a.sample_pairs)
                    for c in a.checkpoint]
     except DiagnosisError as err:
         sys.exit(f"autoassist-diagnose: error: {err}")

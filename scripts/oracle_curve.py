@@ -7,7 +7,8 @@
         --out docs/results/converged/oracle-curve
 
 Reads the curves that ``autoassist-diagnose`` writes for several checkpoints of one run
-(``{"curve": rows}``) and writes, per corpus and checkpoint (sorted by data passes), the
+(``{"curve": rows}``), or its files of one checkpoint each (``--curve`` repeated with the
+same corpus, or comma-separated files, add them up), and writes, per corpus and checkpoint (sorted by data passes), the
 share of the reducible loss (and of the raw loss) that an oracle skipping the lowest-loss
 pairs first removes with its reference share of the target tokens: OUT.json (the rows),
 OUT.png (one plot: the shares against data passes, with the verdict's bound, the density
@@ -19,20 +20,25 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from autoassist_fairseq.diagnose import curve_row  # noqa: E402
+
 
 def read_curve(path):
-    """The rows of an ``autoassist-diagnose`` curve file, sorted by data passes."""
+    """The rows of an ``autoassist-diagnose`` file (a curve or one diagnosis) and the
+    (reference share, density bound) they were diagnosed with."""
     try:
         with open(path) as f:
             saved = json.load(f)
     except (OSError, ValueError) as err:
         sys.exit(f"error: cannot read {path}: {err}")
-    rows = saved.get("curve") if isinstance(saved, dict) else None
-    if not rows:
-        sys.exit(f"error: {path} holds no 'curve': write it with autoassist-diagnose "
-                 "--checkpoint CKPT1 CKPT2 ... --out FILE (two checkpoints or more)")
-    bounds = {(d["reference_share"], d["max_density"]) for d in saved.get("diagnoses", [])}
-    return sorted(rows, key=lambda r: (r["passes"], r["num_updates"] or 0)), bounds
+    diagnoses = [saved] if isinstance(saved, dict) and "checkpoint" in saved else \
+        saved.get("diagnoses", []) if isinstance(saved, dict) else []
+    if not diagnoses or "oracle_skipped_share_reducible_loss_at_reference" not in diagnoses[0]:
+        sys.exit(f"error: {path} is not a diagnosis of the reducible loss: write it with "
+                 "autoassist-diagnose --checkpoint CKPT [CKPT ...] --out FILE")
+    return ([curve_row(d) for d in diagnoses],
+            {(d["reference_share"], d["max_density"]) for d in diagnoses})
 
 
 def markdown(curves, share):
@@ -82,17 +88,22 @@ def plot(curves, share, max_density, path):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--curve", action="append", required=True, metavar="CORPUS=FILE",
-                   help="a corpus name and its autoassist-diagnose curve file (repeatable)")
+    p.add_argument("--curve", action="append", required=True, metavar="CORPUS=FILE[,FILE...]",
+                   help="a corpus name and autoassist-diagnose files of its checkpoints "
+                        "(repeatable)")
     p.add_argument("--out", required=True, help="output prefix (writes .json, .png, .md)")
     a = p.parse_args(argv)
     curves, bounds = {}, set()
     for item in a.curve:
         corpus, sep, path = item.partition("=")
         if not sep or not corpus or not path:
-            p.error(f"--curve {item!r}: expected CORPUS=FILE")
-        curves[corpus], found = read_curve(path)
-        bounds |= found
+            p.error(f"--curve {item!r}: expected CORPUS=FILE[,FILE...]")
+        for one in path.split(","):
+            rows, found = read_curve(one)
+            curves.setdefault(corpus, []).extend(rows)
+            bounds |= found
+    for corpus, rows in curves.items():
+        rows.sort(key=lambda r: (r["passes"], r["num_updates"] or 0))
     if len(bounds) != 1:
         sys.exit(f"error: the curves were diagnosed with different (or no recorded) "
                  f"--reference-share/--max-density: {sorted(bounds)}; rerun them alike")

@@ -95,6 +95,10 @@ def read_losses(paths, reducible):
         saved = np.load(path)
         if ntok is not None and not np.array_equal(ntok, saved["ntok"]):
             sys.exit(f"error: {path} is not of the same corpus as {paths[0]}")
+        if "ids" in saved and len(saved["ids"]) != len(saved["losses"]) or \
+                "ids" in saved and not np.array_equal(saved["ids"], np.arange(len(saved["ids"]))):
+            sys.exit(f"error: {path} holds a sample of the pairs (autoassist-diagnose "
+                     "--sample-pairs): the replay needs every pair; write it without")
         snapshots.append(saved["losses"])
         ntok = saved["ntok"]
         if reducible and "floor" not in saved:

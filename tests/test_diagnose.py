@@ -143,6 +143,11 @@ def test_reducible_shares_and_an_oracle_curve_over_checkpoints(diag_run, tmp_pat
             < with_assistant["skipped_share_raw_loss"] < with_assistant["skipped_share_tokens"])
     quintiles = with_assistant["by_accept_quintile"]
     assert sum(q["reducible_loss_share"] for q in quintiles) == pytest.approx(1)
+    # a random sample of the pairs (to cut the cost on a large corpus) estimates the same
+    sample = diagnose.diagnose(str(data), str(checkpoint), sample_pairs=500)
+    assert sample["pairs"] == 500 and sample["pairs_in_corpus"] == 2000
+    key = "oracle_skipped_share_reducible_loss_at_reference"
+    assert sample[key] == pytest.approx(with_assistant[key], abs=0.05)
 
     # T_k moves with the floor: the paper's rule learns the same labels from reducible losses
     sys.path.insert(0, str(REPO / "scripts"))
