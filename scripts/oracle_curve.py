@@ -62,6 +62,9 @@ def markdown(curves, share):
 def plot(curves, share, max_density, path):
     """The oracle's skipped share of the reducible (solid) and raw (dashed) loss against
     data passes, one colour per corpus, with the verdict's bound."""
+    import logging
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
