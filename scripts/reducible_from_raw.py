@@ -32,8 +32,8 @@ def main():
     p.add_argument("--floor", type=float, default=label_smoothing_floor(0.1, 7824),
                    help="the loss floor in nats (default: label smoothing 0.1, 7,824 types)")
     a = p.parse_args()
-    print("file | mean loss (nats) | oracle density at 35%: raw / reducible | Assistant's "
-          "token share | its density: raw / reducible")
+    print("| file | mean loss (nats) | oracle density at 35%: raw / reducible | Assistant's "
+          "token share | its density: raw / reducible |\n|---|---|---|---|---|")
     for path in a.diagnoses:
         with open(path) as f:
             d = json.load(f)
@@ -43,9 +43,9 @@ def main():
         oracle = d.get("oracle_skipped_share_loss_at_35pct_tokens")
         o_raw, o_red = ("n/a", "n/a") if oracle is None else (
             f"{oracle / 0.35:.2f}", f"{reducible_share(oracle, 0.35, mean, a.floor) / 0.35:.2f}")
-        print(f"{path} | {mean:.2f} | {o_raw} / {o_red} | {share:.2f} | "
+        print(f"| {path} | {mean:.2f} | {o_raw} / {o_red} | {share:.2f} | "
               f"{d['skipped_share_loss'] / share:.2f} / "
-              f"{reducible_share(d['skipped_share_loss'], share, mean, a.floor) / share:.2f}")
+              f"{reducible_share(d['skipped_share_loss'], share, mean, a.floor) / share:.2f} |")
 
 
 if __name__ == "__main__":
