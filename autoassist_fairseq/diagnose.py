@@ -40,8 +40,8 @@ to the baseline at equal tokens with an oracle density of 0.71 (raw). On the raw
 floor's share f of the mean loss turns a reducible density d into f + (1 - f) d, so a raw
 bound of 0.5 can never be met once the floor holds half the loss (44% of the mean pair
 loss at epoch 12, 52% at epoch 30 there): the bound now applies to the reducible loss,
-where the same 1.27 keeps its meaning at every point of training (docs/design.md, "The
-reducible loss").
+where the same 1.27 keeps its meaning at every point of training (docs/benchmarks.md,
+"Can skipping pay here?"; the earlier diagnoses on this scale: docs/results/converged/).
 
 With ``--noise-labels`` (a labels file of scripts/add_noise.py, one line per raw training
 pair) and DATA/train.kept-lines (prepare-corpus.sh), it adds the share of noise among the
