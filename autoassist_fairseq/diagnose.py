@@ -29,8 +29,8 @@ saves), 1 / (1 - s) at d = 0. The rule:
   65% of the tokens then carry at least 1.27 times their share of the signal), and the
   Assistant itself skips at least 5% of the Boss tokens with a density at most halfway
   between that and 1 (default 0.75: 1.13 times, a margin over what skipping costs
-  besides the signal: the Assistant's CPU and the Boss's waits, a few percent measured,
-  and the skipped pairs' drift up until their next visit);
+  besides the signal: the Assistant's CPU and the Boss's waits, which the benchmark
+  reports, and the skipped pairs' drift up until their next visit);
 * ``oracle-only``: the corpus allows it, but this Assistant does not (yet) find the pairs
   (or the checkpoint has none);
 * ``no``: even an oracle would remove the signal nearly in proportion to the tokens.
