@@ -276,17 +276,20 @@ def _machine_busy_seconds():
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def checkpoint_position(state, dataset, max_tokens):
+def checkpoint_position(state, dataset, cfg):
     """Updates and data passes a checkpoint had trained: fairseq's saved epoch in progress
-    and batch offset, the offset over the epoch's batches of *max_tokens* (fairseq's
-    batching, without its length filter: exact at epoch ends)."""
+    and batch offset, the offset over the epoch's batches (fairseq's batching with the
+    run's --max-tokens, --batch-size and --required-batch-size-multiple, without its length
+    filter: exact at epoch ends)."""
     itr = (state.get("extra_state") or {}).get("train_iterator") or {}
     history = state.get("optimizer_history") or [{}]
     offset = int(itr.get("iterations_in_epoch") or 0)
     passes = float(itr.get("epoch", 1)) - 1
     if offset:
-        passes += offset / len(dataset.batch_by_size(dataset.ordered_indices(),
-                                                     max_tokens=max_tokens))
+        batches = dataset.batch_by_size(
+            dataset.ordered_indices(), max_tokens=cfg.max_tokens, max_sentences=cfg.batch_size,
+            required_batch_size_multiple=cfg.required_batch_size_multiple)
+        passes += offset / len(batches)
     return {"num_updates": history[-1].get("num_updates"), "passes": passes}
 
 
@@ -372,7 +375,7 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
     oracle = oracle_figures(losses, ntok, floor, reference_share)
     result = {"checkpoint": os.path.abspath(checkpoint), "pairs": len(losses),
               "pairs_in_corpus": len(dataset),
-              **checkpoint_position(state, dataset, cfg.dataset.max_tokens or max_tokens),
+              **checkpoint_position(state, dataset, cfg.dataset),
               "reference_share": reference_share, **oracle, "max_density": max_density}
     skip, flags = np.zeros(len(losses)), None
     saved_share = d_assistant = None
