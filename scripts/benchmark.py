@@ -773,27 +773,45 @@ def arm_rows(arms_of_seed, label):
     return rows
 
 
+def per_seed_arm(per_seed, seed, arm):
+    """The figures of *arm* in *seed*'s row of *per_seed* ({} if absent)."""
+    return next((s["arms"].get(arm) or {} for s in per_seed if s["seed"] == seed), {})
+
+
 def noise_kind_rows(per_seed):
     """Markdown table: per seed and Assistant arm, the share of each label's tokens (clean
-    and every noise kind) its last checkpoint would skip, with the kind's mean loss."""
+    and every noise kind) its last checkpoint would skip, with the kind's mean raw and
+    reducible loss, and the share of the reducible loss its skips would remove."""
     found = [(s["seed"], arm, a["noise_by_kind"]) for s in per_seed
              for arm, a in s["arms"].items() if a.get("noise_by_kind")]
     if not found:
         return []
     kinds = sorted({k for *_, by_kind in found for k in by_kind})
+    shares = any(a.get("skipped_share_reducible_loss") is not None
+                 for s in per_seed for a in s["arms"].values())
     rows = ["", "## Tokens skipped by noise kind", "",
             "Share of each kind's tokens the arm's last checkpoint would skip (mean Boss "
-            "loss of its pairs in brackets; when the feature file has pair checks, also the "
-            "share of its pairs the checks flag), from autoassist-diagnose.", "",
-            "| seed | arm | " + " | ".join(kinds) + " |", "|" + "---|" * (len(kinds) + 2)]
+            "loss of its pairs in brackets, raw / reducible: above the label-smoothing floor; "
+            "when the feature file has pair checks, also the share of its pairs the checks "
+            "flag), and the share of the reducible loss its skips would remove (density: that "
+            "share / the skipped token share), from autoassist-diagnose.", "",
+            "| seed | arm | " + " | ".join(kinds) + (" | reducible loss skipped (density) |"
+                                                     if shares else " |"),
+            "|" + "---|" * (len(kinds) + 2 + shares)]
 
     def cell(kind):
         flags = kind.get("pair_checks_flagged")
         flags = "" if flags is None else f"; {fmt(flags, '.1%')} flagged"
-        return f"{fmt(kind['skipped_share'], '.1%')} ({kind['mean_loss']:.2f}{flags})"
+        reducible = kind.get("mean_reducible_loss")  # absent from older diagnoses
+        reducible = "" if reducible is None else f" / {reducible:.2f}"
+        return f"{fmt(kind['skipped_share'], '.1%')} ({kind['mean_loss']:.2f}{reducible}{flags})"
 
     for seed, arm, by_kind in found:
         cells = [cell(by_kind[k]) if k in by_kind else "n/a" for k in kinds]
+        if shares:
+            skips = per_seed_arm(per_seed, seed, arm)
+            cells.append(f"{fmt(skips.get('skipped_share_reducible_loss'), '.1%')} "
+                         f"({fmt(skips.get('skip_density'), '.2f')})")
         rows.append(f"| {seed} | {arm} | " + " | ".join(cells) + " |")
     return rows
 
@@ -883,8 +901,9 @@ NOTES = ("Equal compute: the baseline trains first (the config's --max-epoch, or
          "(/proc/stat) used by processes outside the run while it trained: above a few "
          "percent, its wall times are slowed by other work. Noise skipped / trained = the "
          "share of noisy Boss tokens among those the arm's last Assistant would skip / train "
-         "(autoassist-diagnose; the baseline trains the corpus share). Means are n/a when "
-         "a seed has no value.")
+         "(autoassist-diagnose; the baseline trains the corpus share); its loss shares and "
+         "verdict are of the reducible loss (the label-smoothed loss minus its floor). Means "
+         "are n/a when a seed has no value.")
 
 
 def parse_arm(text):
@@ -1048,7 +1067,9 @@ def benchmark_seed(seed, ctx):
             d = diagnose_run(data, out / f"{arm}-s{seed}" / "checkpoints", ctx["noise_labels"])
             m["noise"] = d and d["noise"]["assistant"]
             m["noise_by_kind"] = d and d["noise"].get("by_kind")
-            m["verdict"] = d and d["verdict"]
+            m["verdict"] = d and d["verdict"]  # on the reducible loss
+            m["skipped_share_reducible_loss"] = d and d.get("skipped_share_reducible_loss")
+            m["skip_density"] = d and d.get("skip_density_assistant")
             noise_corpus = noise_corpus or (d and d["noise"]["assistant"]["corpus"])
         arms[arm] = m
     if ctx["noise_labels"]:  # uniform batches train every pair: the corpus share

@@ -265,6 +265,14 @@ def test_noise_kind_table_lists_every_kind_of_every_arm():
     assert "| 1 | checks | 10.0% (2.20; 0.1% flagged) | 90.0% (1.10; 99.5% flagged) | n/a |" in rows
     assert not any("baseline" in r for r in rows)
     assert benchmark.noise_kind_rows([{"seed": 1, "arms": {"baseline": {}}}]) == []
+    # diagnoses that give the reducible loss: each kind's mean above the floor, and the
+    # share of the reducible loss each arm's skips remove
+    per_seed[0]["arms"]["autoassist"].update(skipped_share_reducible_loss=0.2, skip_density=0.5)
+    per_seed[0]["arms"]["autoassist"]["noise_by_kind"]["clean"]["mean_reducible_loss"] = 0.78
+    rows = benchmark.noise_kind_rows(per_seed)
+    assert "| seed | arm | clean | copy | misaligned | reducible loss skipped (density) |" in rows
+    assert "| 1 | autoassist | 30.0% (2.00 / 0.78) | 60.0% (1.00) | n/a | 20.0% (0.50) |" in rows
+    assert "| 1 | learnable | 20.0% (2.10) | n/a | 50.0% (9.00) | n/a (n/a) |" in rows
 
 
 def test_random_rates_come_from_the_autoassist_log():

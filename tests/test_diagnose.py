@@ -30,11 +30,11 @@ def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(diag_run, tmp_path):
     # with dropout, while the diagnosis measures eval-mode losses: the labels' balance
     # shifts from run to run; the ranking above and the quintiles below are what matter)
     # the pairs it expects to skip hold less of the loss than of the tokens
-    assert 0 < d["skipped_share_loss"] < d["skipped_share_tokens"] < 1
+    assert 0 < d["skipped_share_reducible_loss"] < d["skipped_share_tokens"] < 1
     # an oracle skipping the lowest-loss pairs first does at least as well, and skips
     # less than its token share of the loss
-    assert 0 < d["oracle_skipped_share_loss"] <= d["skipped_share_loss"]
-    assert 0 < d["oracle_skipped_share_loss_at_35pct_tokens"] < 0.35
+    assert 0 < d["oracle_skipped_share_reducible_loss"] <= d["skipped_share_reducible_loss"]
+    assert 0 < d["oracle_skipped_share_reducible_loss_at_35pct_tokens"] < 0.35
     quintiles = [q["loss_mean"] for q in d["by_accept_quintile"]]
     assert quintiles[0] < quintiles[-1]  # least accepted: lowest loss
 
@@ -46,8 +46,8 @@ def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(diag_run, tmp_path):
          "--set", "", "--set", "lambda_max=0", "--out", replay_out])
     defaults, no_skip = json.loads(replay_out.read_text())["results"]
     assert defaults["spearman_g_loss"] > 0.3 and defaults["lambda"] > 0
-    assert (defaults["oracle_skipped_share_loss"] <= defaults["skipped_share_loss"]
-            < defaults["skipped_share_tokens"])
+    assert (defaults["oracle_skipped_share_reducible_loss"]
+            <= defaults["skipped_share_reducible_loss"] < defaults["skipped_share_tokens"])
     assert no_skip["lambda"] == 0 and no_skip["skipped_share_tokens"] == 0
     bad = run([sys.executable, REPO / "scripts" / "replay_assistant.py", "--data", data,
                "-s", "src", "-t", "tgt", "--losses", losses, "--set", "lr=2,speed=3"],
@@ -97,6 +97,70 @@ def test_console_command_reports_noise_and_a_verdict(diag_run, tmp_path):
     assert d["cost"]["wall_s"] > 0 and d["cost"]["cpu_s"] > 0
 
 
+def test_reducible_shares_and_an_oracle_curve_over_checkpoints(diag_run, tmp_path):
+    """Shares of the reducible loss are those of the per-pair losses minus the label-smoothing
+    floor (not of the raw losses); several checkpoints give one curve row each, and a
+    checkpoint without an Assistant (as plain --task translation writes) the oracle only."""
+    import torch
+
+    from autoassist_fairseq import compat  # noqa: F401  (torch >= 2.6 loads fairseq's)
+    from autoassist_fairseq.losses import label_smoothing_floor
+
+    data, checkpoint = diag_run
+    state = torch.load(checkpoint, weights_only=False)
+    del state["extra_state"]["train_iterator"]["autoassist"]
+    plain = tmp_path / "plain.pt"
+    torch.save(state, plain)
+    out, losses = tmp_path / "curve.json", tmp_path / "losses.npz"
+    diagnose.cli_main(["--data", str(data), "--checkpoint", str(checkpoint), str(plain),
+                       "--out", str(out), "--losses-out", str(losses)])
+    saved = json.loads(out.read_text())
+    assert [r["checkpoint"] for r in saved["curve"]] == ["checkpoint_last.pt", "plain.pt"]
+    with_assistant, oracle_only = saved["diagnoses"]
+    assert oracle_only["verdict"] in ("no", "oracle-only") and "lambda" not in oracle_only
+    assert saved["curve"][0]["passes"] > 0 and saved["curve"][0]["num_updates"] == 400
+    vocab = len((Path(data) / "dict.tgt.txt").read_text().splitlines()) + 4  # + specials
+    floor = label_smoothing_floor(0.1, vocab)
+    pairs = np.load(tmp_path / "losses.checkpoint_last.npz")
+    assert float(pairs["floor"]) == pytest.approx(floor) and floor > 0.5
+    reducible = pairs["losses"] - floor
+    assert reducible.min() > -1e-4  # no token goes below the floor
+    for d in saved["diagnoses"]:  # the same losses (eval mode): the same oracle
+        assert d["loss_floor"] == pytest.approx(floor)
+        assert d["oracle_skipped_share_reducible_loss_at_reference"] == pytest.approx(
+            diagnose.oracle_skipped_loss(np.maximum(reducible, 0), pairs["ntok"], 0.35))
+        assert d["oracle_skipped_share_raw_loss_at_reference"] == pytest.approx(
+            diagnose.oracle_skipped_loss(pairs["losses"], pairs["ntok"], 0.35))
+        # the floor counted as signal makes the easiest pairs look less easy
+        assert (d["oracle_skipped_share_reducible_loss_at_reference"]
+                < d["oracle_skipped_share_raw_loss_at_reference"] < 0.35)
+    assert (with_assistant["skipped_share_reducible_loss"]
+            < with_assistant["skipped_share_raw_loss"] < with_assistant["skipped_share_tokens"])
+    quintiles = with_assistant["by_accept_quintile"]
+    assert sum(q["reducible_loss_share"] for q in quintiles) == pytest.approx(1)
+    # a random sample of the pairs (to cut the cost on a large corpus) estimates the same
+    sample = diagnose.diagnose(str(data), str(checkpoint), sample_pairs=500)
+    assert sample["pairs"] == 500 and sample["pairs_in_corpus"] == 2000
+    key = "oracle_skipped_share_reducible_loss_at_reference"
+    assert sample[key] == pytest.approx(with_assistant[key], abs=0.05)
+
+    # T_k moves with the floor: the paper's rule learns the same labels from reducible losses
+    sys.path.insert(0, str(REPO / "scripts"))
+    import replay_assistant
+    from autoassist_fairseq.features.store import FeatureStore, feature_prefix
+
+    store = FeatureStore.open(feature_prefix(str(data), "train", "src", "tgt"),
+                              num_rows=len(reducible))
+    raw, shifted = (replay_assistant.replay(store, [pairs["losses"]], pairs["ntok"], floor,
+                                            replay_assistant.parse_setting(""), 100, 64, 0.15, 0,
+                                            reducible) for reducible in (False, True))
+    assert shifted["threshold"] == pytest.approx(raw["threshold"] - floor)
+    for share in ("tokens", "reducible_loss", "raw_loss"):
+        assert shifted[f"skipped_share_{share}"] == pytest.approx(raw[f"skipped_share_{share}"],
+                                                                  abs=1e-9)
+    assert raw["skipped_share_reducible_loss"] < raw["skipped_share_raw_loss"]
+
+
 @pytest.mark.parametrize("oracle, assistant, share, expected", [
     (0.71, 0.90, 0.28, "no"),  # Multi30k, epoch 12: an oracle gains little
     (0.40, 0.90, 0.28, "oracle-only"),  # the Assistant does not find the easy pairs
@@ -132,10 +196,14 @@ def test_noise_by_kind_on_constructed_pairs():
                                    losses=np.array([1.0, 0.5, 3.0, 1.5, 8.0]))
     assert list(kinds) == ["clean", "copy", "misaligned"]
     assert kinds["clean"] == pytest.approx({"pairs": 2, "token_share": 0.2,
-                                            "skipped_share": 0.25, "mean_loss": 2.0})
+                                            "skipped_share": 0.25, "mean_loss": 2.0,
+                                            "mean_reducible_loss": 2.0})
     assert kinds["copy"]["skipped_share"] == pytest.approx(0.75)  # token-weighted: 30 of 40
     assert kinds["misaligned"]["token_share"] == pytest.approx(0.4)
     assert "pair_checks_flagged" not in kinds["clean"]
+    above = diagnose.noise_by_kind(labels, tokens, np.zeros(5),
+                                   np.array([1.0, 0.5, 3.0, 1.5, 8.0]), floor=0.8)
+    assert [above[k]["mean_reducible_loss"] for k in above] == pytest.approx([1.2, 0.35, 7.2])
     flags = np.array([False, True, False, False, True])
     kinds = diagnose.noise_by_kind(labels, tokens, np.zeros(5), np.ones(5), flags)
     assert [kinds[k]["pair_checks_flagged"] for k in kinds] == [0.0, 0.5, 1.0]
