@@ -43,7 +43,8 @@ def test_an_extra_arm_and_the_noise_report(tiny_data, tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert set(results["curves"]) == {"baseline-s1", "autoassist-s1", "anneal-s1"}
     assert results["arm_args"]["anneal"]["args"] == ["--assistant-window", "256",
-                                                     "--assistant-anneal", "0.5"]
+                                                     "--assistant-anneal", "0.5",
+                                                     "--assistant-sync"]
     row = results["per_seed"][0]
     assert row["budget_updates"] == 20
     assert set(row["arms"]) == {"baseline", "autoassist", "anneal"}

@@ -143,15 +143,15 @@ def test_child_exits_when_parent_dies(tmp_path):
 PAYLOAD = 40_000  # float64 values: a window pickles to ~320 KB, five pipe buffers
 
 
-def _payload(window):
-    return np.random.default_rng(window).random(PAYLOAD)
+def _payload(window, size=PAYLOAD):
+    return np.random.default_rng(window).random(size)
 
 
 class BigWindowGenerator:
     """Endless windows larger than a pipe's buffer; counts them in *produced* (shared)."""
 
-    def __init__(self, produced, hold_pipe=None):
-        self.produced, self.epoch = produced, 0
+    def __init__(self, produced, hold_pipe=None, size=PAYLOAD):
+        self.produced, self.epoch, self.size = produced, 0, size
         if hold_pipe is not None:
             # A process of the Assistant's own that outlives it and keeps the pipe open.
             pid = os.fork()
@@ -168,7 +168,7 @@ class BigWindowGenerator:
         self.epoch, self.window, self.accept_all = msg.epoch, 0, msg.accept_all
 
     def next_window(self, accept_fn):
-        w = Window(self.epoch, self.window, _payload(self.window), self.accept_all)
+        w = Window(self.epoch, self.window, _payload(self.window, self.size), self.accept_all)
         self.window += 1
         with self.produced.get_lock():
             self.produced.value += 1
@@ -200,10 +200,10 @@ class QuickAssistant:
                 "torch_threads": torch.get_num_threads() if torch else None}
 
 
-def _start_big(boss_queue_size=2, hold_pipe=None):
+def _start_big(boss_queue_size=2, hold_pipe=None, size=PAYLOAD):
     produced = mp.get_context("fork").Value("i", 0)
     proc = AssistantProcess(QuickAssistant, functools.partial(BigWindowGenerator, produced,
-                                                              hold_pipe),
+                                                              hold_pipe, size),
                             boss_queue_size=boss_queue_size)
     proc.send(BeginEpoch(1, accept_all=True))
     return proc, produced
@@ -282,6 +282,17 @@ def test_boss_queue_stays_bounded(big):
     while produced.value == made and time.monotonic() < deadline:
         time.sleep(0.05)
     assert produced.value == made + 1  # one taken, one more made, no more
+
+
+def test_small_windows_do_not_run_ahead_in_the_pipe():
+    """Hundreds of small windows fit in a pipe's buffer: the process still makes no more
+    than the Boss's queue, the reader's hand, one in flight and one waiting, so that its
+    decisions stay as recent as with large windows."""
+    proc, produced = _start_big(size=10)
+    try:
+        assert _wait_until_blocked(produced) <= 2 + 3
+    finally:
+        proc.shutdown()
 
 
 def test_request_state_answered_while_window_queue_is_full(big):

@@ -25,13 +25,14 @@ _MAX_MSGS_PER_TURN = 64
 
 
 def run(make_assistant, make_generator, inbox, windows_conn, replies_conn, stop_event,
-        parent_pid, rank=0):
+        parent_pid, rank=0, received=None):
     """Entry point of the child process (see :class:`AssistantProcess`).
 
     Args:
         inbox (Connection): losses and control messages from the Boss, in order.
         windows_conn (Connection): windows for the Boss.
         replies_conn (Connection): state replies, and the traceback if the loop fails.
+        received (multiprocessing.RawValue, optional): windows the Boss has received.
     """
     # Ctrl-C reaches the whole process group: let the Boss decide when it stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -42,7 +43,7 @@ def run(make_assistant, make_generator, inbox, windows_conn, replies_conn, stop_
         _single_threaded()
         assistant, generator = make_assistant(), make_generator()
         _single_threaded()  # again, for the BLAS libraries the builders loaded
-        _loop(assistant, generator, inbox, windows, replies, stop_event, parent_pid)
+        _loop(assistant, generator, inbox, windows, replies, stop_event, parent_pid, received)
     except BaseException:  # relay everything, KeyboardInterrupt included
         replies.put(AssistantError(traceback.format_exc()))
         replies.flush(JOIN_TIMEOUT)  # the traceback must reach the Boss before the exit
@@ -63,9 +64,11 @@ def _single_threaded():
         sys.modules["torch"].set_num_threads(1)
 
 
-def _loop(assistant, generator, inbox, windows, replies, stop_event, parent_pid):
+def _loop(assistant, generator, inbox, windows, replies, stop_event, parent_pid,
+          received=None):
     counters = {"loss_msgs": 0}
     state = {"producing": False, "pending": None}
+    sent = 0  # windows handed to the sender; at most WINDOWS_IN_FLIGHT not received yet
     # The data pass last announced to the Assistant, so that a rule can use per-pass
     # settings; one fairseq epoch may span passes, so it follows the generator.
     begin_pass = getattr(assistant, "begin_epoch", None)
@@ -90,9 +93,11 @@ def _loop(assistant, generator, inbox, windows, replies, stop_event, parent_pid)
             else:
                 pending.stats = dict(assistant.stats, **counters)
             state["pending"] = pending
-        if state["pending"] is not None and len(windows) < WINDOWS_IN_FLIGHT:
+        unreceived = sent - received.value if received is not None else len(windows)
+        if state["pending"] is not None and unreceived < WINDOWS_IN_FLIGHT:
             windows.put(state["pending"])
             state["pending"] = None
+            sent += 1
         elif not read:
             inbox.poll(POLL_INTERVAL)  # nothing to do until the Boss sends or takes
 

@@ -76,10 +76,14 @@ class AssistantProcess:
         self._closed = False
         self._died_at = None  # when the Boss first saw the process dead
         self._owner = os.getpid()
+        # windows the Boss's reader has received, counted by it and read by the child: a
+        # pipe's buffer holds many small windows, so the child bounds what it has sent and
+        # the Boss has not received by this count, not by what its pipe accepts
+        received = ctx.RawValue("q", 0)
         self.proc = ctx.Process(
             target=_worker.run, name=f"autoassist-assistant-{rank}", daemon=True,
             args=(make_assistant, make_generator, inbox_r, windows_w, replies_w,
-                  self.stop_event, os.getpid(), rank))
+                  self.stop_event, os.getpid(), rank, received))
         self.proc.start()
         # the child's ends: with the parent's copies closed, the pipes end with the child
         for conn in (inbox_r, windows_w, replies_w):
@@ -93,7 +97,7 @@ class AssistantProcess:
         self._stop_readers = threading.Event()
         # The threads get no reference to self, so that __del__ can still run.
         self._window_reader = _start_reader("windows", windows_r, self._windows,
-                                            self._stop_readers, self._errors)
+                                            self._stop_readers, self._errors, received)
         self._reply_reader = _start_reader("replies", replies_r, self._replies,
                                            self._stop_readers, self._errors)
         _live.add(self)
@@ -216,16 +220,17 @@ class AssistantProcess:
             pass
 
 
-def _start_reader(name, src, dst, stop, errors):
-    thread = threading.Thread(target=_relay, args=(src, dst, stop, errors),
+def _start_reader(name, src, dst, stop, errors, received=None):
+    thread = threading.Thread(target=_relay, args=(src, dst, stop, errors, received),
                               name=f"autoassist-{name}-reader", daemon=True)
     thread.start()
     return thread
 
 
-def _relay(src, dst, stop, errors):
+def _relay(src, dst, stop, errors, received=None):
     """Move complete messages from pipe end *src* to local queue *dst* until *stop* is set
-    or the pipe ends; an :class:`AssistantError` goes to *errors*."""
+    or the pipe ends; an :class:`AssistantError` goes to *errors*. *received* (a shared
+    counter, this thread its only writer) counts the messages read."""
     while not stop.is_set():
         try:
             if not src.poll(POLL_INTERVAL):
@@ -240,6 +245,8 @@ def _relay(src, dst, stop, errors):
         if isinstance(msg, AssistantError):
             errors.append(f"the Assistant process died: {msg.message}")
             continue
+        if received is not None:
+            received.value += 1
         while not stop.is_set():
             try:
                 dst.put(msg, timeout=POLL_INTERVAL)  # blocks while the Boss holds enough

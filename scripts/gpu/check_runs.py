@@ -151,7 +151,8 @@ def group_alive(pgid):
 
 
 def forked_children(pid):
-    """Children of *pid* with its command line: the Assistant (forked, not spawned)."""
+    """The Assistant processes among the children of *pid*: titled ``autoassist-assistant
+    (rank R)`` (setproctitle), or, without setproctitle, forked with its command line."""
     def cmdline(p):
         try:
             return Path(f"/proc/{p}/cmdline").read_bytes()
@@ -161,7 +162,9 @@ def forked_children(pid):
         kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return []
-    return [int(k) for k in kids if cmdline(int(k)) == cmdline(pid)]
+    own = cmdline(pid)
+    return [int(k) for k in kids if (cmdline(int(k)) or b"").startswith(b"autoassist-assistant")
+            or cmdline(int(k)) == own]
 
 
 def kill_assistant_during(ctx, name, flags):
