@@ -79,20 +79,11 @@ def fairseq_train(ctx, name, flags, finish=True):
 
 
 def log_records(output, kind="train_inner"):
-    """The ``key=value`` fields of fairseq's simple-format log lines of one kind."""
-    records = []
-    for line in output.splitlines():
-        if f"| {kind} |" not in line:
-            continue
-        fields = {}
-        for part in line.split("|")[-1].replace(",", " ").split():
-            key, _, value = part.partition("=")
-            try:
-                fields[key] = float(value)
-            except ValueError:
-                fields[key] = value
-        records.append(fields)
-    return records
+    """The numeric fields of fairseq's simple-format log lines of one kind."""
+    from benchmark import parse_line  # scripts/ is on the path (check_steps.py)
+
+    return [fields for tag, _, fields in filter(None, map(parse_line, output.splitlines()))
+            if tag == kind]
 
 
 def trace_passes(trace_dir):
