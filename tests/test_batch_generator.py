@@ -83,7 +83,7 @@ def test_stream_runs_pass_after_pass(sizes):
 
 
 def test_accept_all_and_generation_from_begin(sizes):
-    from autoassist_fairseq.assistant.messages import BeginEpoch
+    from autoassist_fairseq.transport.messages import BeginEpoch
 
     gen = _gen(sizes)
     gen.begin(BeginEpoch(3))

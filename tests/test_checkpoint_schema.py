@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from autoassist_fairseq.assistant import Assistant, AssistantHParams
-from autoassist_fairseq.assistant.process import AssistantProcess
+from autoassist_fairseq.transport.process import AssistantProcess
 from autoassist_fairseq.data.batch_generator import BatchGenerator
 from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
 from autoassist_fairseq.data.checkpoint import from_checkpoint

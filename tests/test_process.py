@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from autoassist_fairseq.assistant.messages import BeginEpoch
-from autoassist_fairseq.assistant.process import AssistantDied, AssistantProcess
+from autoassist_fairseq.transport.messages import BeginEpoch
+from autoassist_fairseq.transport.process import AssistantDied, AssistantProcess
 from utils import running
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -121,7 +121,7 @@ def test_child_exits_when_parent_dies(tmp_path):
         "import sys, time\n"
         f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
         "from test_process import SlowAssistant, OneWindowGenerator\n"
-        "from autoassist_fairseq.assistant.process import AssistantProcess\n"
+        "from autoassist_fairseq.transport.process import AssistantProcess\n"
         "p = AssistantProcess(SlowAssistant, OneWindowGenerator)\n"
         "print(p.proc.pid, flush=True)\n"
         "time.sleep(60)\n")
@@ -376,7 +376,7 @@ def _run_script(body, timeout=60):
         import os, signal, sys, time
         sys.path.insert(0, {TESTS!r})
         from test_process import _start_big, _wait_until_blocked, _drain
-        from autoassist_fairseq.assistant.process import AssistantProcess
+        from autoassist_fairseq.transport.process import AssistantProcess
         """) + textwrap.dedent(body)
     start = time.monotonic()
     try:

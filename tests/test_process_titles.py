@@ -6,7 +6,7 @@ import time
 import numpy as np
 import torch
 
-from autoassist_fairseq.assistant.process import AssistantProcess
+from autoassist_fairseq.transport.process import AssistantProcess
 from autoassist_fairseq.data.batch_generator import BatchGenerator
 from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
 from utils import children

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from autoassist_fairseq.assistant.process import AssistantProcess
+from autoassist_fairseq.transport.process import AssistantProcess
 from autoassist_fairseq.data.batch_generator import BatchGenerator
 from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
 from autoassist_fairseq.losses import capture_token_losses, weigh

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from autoassist_fairseq.assistant.process import AssistantDied
-from autoassist_fairseq.data.assistant_client import AssistantClient
+from autoassist_fairseq.transport.process import AssistantDied
+from autoassist_fairseq.transport.client import AssistantClient
 from autoassist_fairseq.data.batch_generator import BatchGenerator
 from autoassist_fairseq.data.batch_stream import BatchStream
-from autoassist_fairseq.data.local_source import LocalSource
+from autoassist_fairseq.transport.local_source import LocalSource
 
 from utils import read_trace, run, train_args
 

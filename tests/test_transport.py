@@ -10,7 +10,7 @@ from multiprocessing import connection
 import numpy as np
 import pytest
 
-from autoassist_fairseq.assistant.process import AssistantProcess
+from autoassist_fairseq.transport.process import AssistantProcess
 
 
 class RecordingAssistant:

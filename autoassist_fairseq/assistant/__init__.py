@@ -1,8 +1,8 @@
 """Step 2 of the data flow: the Assistant, on CPU, numpy only.
 
 ``model`` (g(psi | theta), eq. 5), ``schedule`` (T_k, lambda_k), ``sampler`` (Algorithm 1)
-are pure; ``assistant`` ties them to the features; ``process`` runs one per worker, with
-its loop in ``_worker``.
+and ``rules`` are pure; ``assistant`` ties them to the features. Where it runs (its own
+process, or the Boss's) is ``transport``'s concern.
 """
 
 from .assistant import Assistant, AssistantHParams  # noqa: F401

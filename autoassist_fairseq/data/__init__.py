@@ -2,5 +2,6 @@
 turns windows of candidates into batches (``plan.WindowPlan``), pass after pass;
 ``batch_stream`` is the Boss's record of what it took from them; ``batch_iterator`` is
 fairseq's epoch iterator over that stream; ``checkpoint`` stores its state in fairseq
-checkpoints. What the queues carry lives with the process code, in ``assistant/messages``.
+checkpoints. Where the windows come from (the Assistant process, or an in-process source)
+is ``transport``'s concern.
 """

@@ -22,7 +22,7 @@ from fairseq.data.iterators import BufferedIterator, CountingIterator, EpochBatc
 
 from ..losses import BossLosses
 from ..proctitle import set_title
-from .assistant_client import AssistantClient
+from ..transport.client import AssistantClient
 from .batch_generator import BatchGenerator, weights_of
 from .batch_stream import BatchStream, StreamState, agree_num_batches
 from .checkpoint import from_checkpoint, to_checkpoint
@@ -42,8 +42,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             runs a copy, this one serves batch counts, the uniform fallback and
             ``--assistant-sync``.
         start_source (callable): starts the source of windows (an
-            :class:`~..assistant.process.AssistantProcess` or a
-            :class:`~.local_source.LocalSource`).
+            :class:`~..transport.process.AssistantProcess` or a
+            :class:`~..transport.local_source.LocalSource`).
         epoch (int, optional): the epoch to start from (default: 1).
         fallback (str, optional): on an Assistant failure, ``"error"`` stops the run (every
             rank at the same update), ``"uniform"`` continues on uniform batches

@@ -22,10 +22,10 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from omegaconf import II
 
 from ..assistant import Assistant, AssistantHParams
-from ..assistant.process import AssistantProcess
+from ..transport.process import AssistantProcess
 from ..data.batch_generator import BatchGenerator
 from ..data.batch_iterator import AutoAssistEpochBatchIterator
-from ..data.local_source import LocalSource, pipeline_lag
+from ..transport.local_source import LocalSource, pipeline_lag
 from ..features.build import dataset_prefix
 from ..features.store import (FeatureStore, build_command, dataset_fingerprint, feature_prefix,
                               token_files, token_fingerprint)

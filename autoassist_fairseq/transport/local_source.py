@@ -31,8 +31,8 @@ from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
-from ..assistant.process import AssistantDied
-from .batch_generator import BatchGenerator
+from .process import AssistantDied
+from ..data.batch_generator import BatchGenerator
 
 # How long a window may wait for the losses it must learn from first (seconds).
 LOSS_TIMEOUT = 300.0

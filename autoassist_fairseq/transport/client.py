@@ -16,10 +16,10 @@ import threading
 import time
 from typing import Callable, List, Optional, Union
 
-from ..assistant.messages import BeginEpoch, LoadState
-from ..assistant.process import AssistantDied, AssistantProcess
-from .batch_generator import BatchGenerator
-from .batch_stream import BatchStream
+from .messages import BeginEpoch, LoadState
+from .process import AssistantDied, AssistantProcess
+from ..data.batch_generator import BatchGenerator
+from ..data.batch_stream import BatchStream
 from .local_source import LocalSource
 
 logger = logging.getLogger(__name__)

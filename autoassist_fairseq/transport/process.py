@@ -34,7 +34,7 @@ import threading
 import time
 import weakref
 
-from . import _worker
+from . import worker
 from .channel import Sender, SenderClosed
 from .messages import (DRAIN_GRACE, JOIN_TIMEOUT, POLL_INTERVAL, REPLY_TIMEOUT, STOP,
                        AssistantError, LossMsg, StateRequest)
@@ -81,7 +81,7 @@ class AssistantProcess:
         # the Boss has not received by this count, not by what its pipe accepts
         received = ctx.RawValue("q", 0)
         self.proc = ctx.Process(
-            target=_worker.run, name=f"autoassist-assistant-{rank}", daemon=True,
+            target=worker.run, name=f"autoassist-assistant-{rank}", daemon=True,
             args=(make_assistant, make_generator, inbox_r, windows_w, replies_w,
                   self.stop_event, os.getpid(), rank, received))
         self.proc.start()
