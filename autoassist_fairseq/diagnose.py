@@ -391,7 +391,7 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
     if has_assistant:
         # the task opened (and checked) the features with the train split, and decided on
         # the pair checks as in training
-        assistant = Assistant(task.features, task.hparams)
+        assistant = Assistant(task.features, task.hparams, task.suspect)
         assistant.load_state_dict(from_checkpoint(saved["ranks"][0]["assistant"]))
         # the random rule's rate is that of the saved generator's data pass
         assistant.begin_epoch(data_pass(saved, state["extra_state"]["train_iterator"]))

@@ -44,7 +44,7 @@ def paper_run(train_data, tmp_path_factory):
     one that skips easy (low-loss) pairs: ``(save_dir, process)``."""
     save_dir = tmp_path_factory.mktemp("paper-run")
     proc = run(train_args(train_data, save_dir, extra=[
-        "--max-update", "400", "--assistant-rule", "paper", "--assistant-no-pair-checks"]))
+        "--max-update", "400", "--assistant-rule", "paper", "--assistant-pair-checks", "off"]))
     return save_dir, proc
 
 

@@ -1,4 +1,5 @@
 import json
+import logging
 import shutil
 
 import numpy as np
@@ -13,7 +14,8 @@ from autoassist_fairseq.features.pair_checks import (COLUMNS, FLAG_PROBABILITY,
                                                      unrelated_p_value)
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix
 from autoassist_fairseq.features.tfidf import count_matrix, tfidf_features
-from utils import TINY_TRANSFORMER, read_trace, run, train_args
+from autoassist_fairseq.tasks.config import check_config
+from utils import TINY_TRANSFORMER, USER_DIR, read_trace, run, train_args
 
 CLEAN, COPY, WRONG_LANG, MISALIGNED, SHARED_ONLY = range(5)
 VOCAB = 300
@@ -247,7 +249,7 @@ def test_flagged_pairs_are_at_the_floor_from_the_first_window(tmp_path, rule):
     suspect = store.suspect_pairs()
     ids = np.arange(store.num_rows)
     plain = Assistant(store, AssistantHParams(rule=rule, lambda_max=0.8))
-    checked = Assistant(store, AssistantHParams(rule=rule, lambda_max=0.8, pair_checks=True))
+    checked = Assistant(store, AssistantHParams(rule=rule, lambda_max=0.8), suspect)
     for a in (plain, checked):  # before any loss and after some
         rng = np.random.default_rng(0)
         for _ in range(30):
@@ -258,7 +260,7 @@ def test_flagged_pairs_are_at_the_floor_from_the_first_window(tmp_path, rule):
     p_plain, p_checked = plain.accept_probability(ids), checked.accept_probability(ids)
     np.testing.assert_allclose(p_checked[suspect], np.minimum(p_plain[suspect], 0.2))
     np.testing.assert_allclose(p_checked[~suspect], p_plain[~suspect])
-    fresh = Assistant(store, AssistantHParams(rule=rule, lambda_max=0.8, pair_checks=True))
+    fresh = Assistant(store, AssistantHParams(rule=rule, lambda_max=0.8), suspect)
     p0 = fresh.accept_probability(ids)
     np.testing.assert_allclose(p0[suspect], 0.2)
     np.testing.assert_allclose(p0[~suspect], 1.0)
@@ -266,7 +268,55 @@ def test_flagged_pairs_are_at_the_floor_from_the_first_window(tmp_path, rule):
 
 def test_pair_checks_are_refused_with_the_random_control():
     with pytest.raises(ValueError, match="random.*control must skip at random"):
-        AssistantHParams(rule="random", random_rates="0.8", pair_checks=True).check()
+        check_config(_config("--assistant-rule", "random", "--assistant-random-rates", "0.8",
+                             "--assistant-pair-checks", "require"))
+
+
+def _config(*flags):
+    """The task's config as fairseq's parser makes it from *flags*."""
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        "data", "--user-dir", USER_DIR, "--task",
+        "autoassist_translation", "--arch", "transformer", "--max-tokens", "100", *flags])
+    return convert_namespace_to_omegaconf(args).task
+
+
+@pytest.mark.parametrize("flags, mode, warning", [
+    ((), "auto", None),
+    (("--assistant-pair-checks", "auto"), "auto", None),
+    (("--assistant-pair-checks", "require"), "require", None),
+    (("--assistant-pair-checks", "off"), "off", None),
+    # the old spellings, for one release
+    (("--assistant-pair-checks",), "require", "use --assistant-pair-checks require"),
+    (("--assistant-no-pair-checks",), "off", "use --assistant-pair-checks off"),
+])
+def test_pair_checks_flag_spellings(flags, mode, warning, caplog):
+    with caplog.at_level(logging.WARNING):
+        assert check_config(_config(*flags)).pair_checks == mode
+    deprecated = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
+    assert deprecated == ([] if warning is None else [deprecated[0]])
+    if warning is not None:
+        assert warning in deprecated[0]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (("--assistant-pair-checks", "on"), "is not one of auto, require, off"),
+    (("--assistant-pair-checks", "require", "--assistant-no-pair-checks"),
+     "contradict each other"),
+])
+def test_bad_pair_checks_flags_name_the_fix(flags, message):
+    with pytest.raises(ValueError, match=message):
+        check_config(_config(*flags))
+
+
+def test_a_config_file_with_the_old_boolean_still_loads():
+    """YAML configs wrote ``assistant_pair_checks: true`` (require) or ``false`` (default)."""
+    cfg = _config()
+    for old, mode in ((True, "require"), (False, "auto")):
+        cfg.assistant_pair_checks = old
+        assert check_config(cfg).pair_checks == mode
 
 
 def _write_copies(raw, split, n, seed):
@@ -328,7 +378,7 @@ def test_a_file_without_pair_checks_stops_a_run_that_requires_them_only(tiny_dat
                                                             *flags]), check=False, timeout=120)
         return proc.returncode, proc.stdout + proc.stderr
 
-    code, out = train("required", "--assistant-pair-checks")
+    code, out = train("required", "--assistant-pair-checks", "require")
     assert code != 0
     assert "has no pair checks" in out and "autoassist-features" in out
     assert "num_updates" not in out  # no training step ran

@@ -23,7 +23,7 @@ def _train(data, save_dir, arch, extra=(), **kwargs):
     if ARCHS[arch] is not None:
         kwargs["arch_args"] = ARCHS[arch]
     return run(train_args(data, save_dir, extra=["--max-update", "400", "--assistant-rule",
-                                                 "paper", "--assistant-no-pair-checks", *extra],
+                                                 "paper", "--assistant-pair-checks", "off", *extra],
                           **kwargs))
 
 

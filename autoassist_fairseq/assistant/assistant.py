@@ -1,10 +1,12 @@
 """The Assistant: features + logistic model + schedule, learning from Boss losses."""
 
 from dataclasses import dataclass, fields
+from typing import Optional
 
 import numpy as np
 
 from ..features.store import FeatureStore
+from ..metrics import assistant_stats
 from .model import LogisticAssistant
 from .rules import MAX_PATIENCE, RULES, PairHistory, parse_random_rates, pass_rate
 from .sampler import accept_probability
@@ -27,12 +29,7 @@ class AssistantHParams:
     the top fifth of the losses, where misaligned pairs gather (on a noisy Multi30k their
     mean loss was 4.89 against 3.46 for clean pairs after 8 epochs); 2 visits is the fewest
     that can show the absence of a decline; 0.02 lies below the per-epoch decline of the Boss's mean
-    training loss while it still learns, so pairs that keep pace are never flagged.
-
-    ``pair_checks`` puts the pairs with a side in the wrong language or two unrelated sides
-    (:mod:`..features.pair_checks`) at the floor 1 - ``lambda_max`` from the first window,
-    under every rule but the ``random`` control (the task turns it on when the feature file
-    has the checks)."""
+    training loss while it still learns, so pairs that keep pace are never flagged."""
 
     lr: float = 4.0
     weight_decay: float = 1e-5
@@ -45,7 +42,6 @@ class AssistantHParams:
     noise_quantile: float = 0.8
     noise_min_decline: float = 0.02
     noise_patience: int = 2
-    pair_checks: bool = False
 
     def __post_init__(self):
         # fairseq's ChoiceEnum values are enums whose str() is the choice
@@ -73,9 +69,6 @@ class AssistantHParams:
                 flag = "--assistant-" + name.replace("_", "-")
                 raise ValueError(f"{flag}={getattr(self, name)} is out of range: it must be "
                                  f"{allowed}")
-        if self.pair_checks and self.rule == "random":
-            raise ValueError("--assistant-pair-checks cannot go with --assistant-rule random: "
-                             "the control must skip at random; drop one of the two")
         if self.random_rates:
             parse_random_rates(self.random_rates)
         elif self.rule == "random":
@@ -98,9 +91,13 @@ class Assistant:
     Args:
         store (FeatureStore): psi_i of every pair, memory-mapped.
         hparams (AssistantHParams): hyperparameters.
+        suspect (np.ndarray, optional): the pairs the pair checks flag (a bool per row),
+            accepted at most at the floor 1 - lambda_max from the first window; None: no
+            pair checks (see :func:`~..features.training.open_train_features`).
     """
 
-    def __init__(self, store: FeatureStore, hparams: AssistantHParams):
+    def __init__(self, store: FeatureStore, hparams: AssistantHParams,
+                 suspect: Optional[np.ndarray] = None):
         self.store = store
         self.hparams = hparams.check()
         self.model = LogisticAssistant(store.dim, hparams.lr, hparams.weight_decay)
@@ -112,8 +109,8 @@ class Assistant:
             self.history = PairHistory(store.num_rows, hparams.noise_quantile,
                                        hparams.threshold_decay, hparams.noise_min_decline,
                                        hparams.noise_patience)
-        # pairs the pair checks flag, skipped down to the floor from the start
-        self.suspect = store.suspect_pairs() if hparams.pair_checks else None
+        assert hparams.rule != "random" or suspect is None, "the random control skips at random"
+        self.suspect = suspect
         self.epoch = 1
         self.nonfinite = 0
 
@@ -196,10 +193,11 @@ class Assistant:
     @property
     def stats(self) -> dict:
         s = self.schedule
-        return {"threshold": s.threshold if s.threshold is not None else float("nan"),
-                "lambda": s.lam, "accuracy": s.accuracy, "chance": s.chance,
-                "updates": s.num_batches, "nonfinite": self.nonfinite,
-                "unlearnable": self.history.unlearnable if self.history is not None else 0}
+        return assistant_stats(
+            threshold=s.threshold if s.threshold is not None else float("nan"), lam=s.lam,
+            accuracy=s.accuracy, chance=s.chance, loss_batches=s.num_batches,
+            nonfinite=self.nonfinite,
+            unlearnable=self.history.unlearnable if self.history is not None else 0)
 
     def state_dict(self) -> dict:
         state = {"model": self.model.state_dict(), "schedule": self.schedule.state_dict(),

@@ -26,6 +26,7 @@ from ..transport.client import AssistantClient
 from .batch_generator import BatchGenerator, weights_of
 from .batch_stream import BatchStream, StreamState, agree_num_batches
 from .checkpoint import from_checkpoint, to_checkpoint
+from .run_points import RunPoints
 from .schema import VERSION, describe_window_change
 from .schema import load as load_schema
 
@@ -54,7 +55,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             tensor, each pair's 1 / P(accept) (default: False).
         num_workers (int, optional): ``DataLoader`` processes collating batches (default: 0).
         buffer_size (int, optional): batches a background thread prepares ahead (default: 0).
-        anneal_epoch (int, optional): from this epoch on, every pair is accepted.
+        points (RunPoints, optional): where annealing starts and fairseq saves (default:
+            no annealing, no saves within an epoch).
         carry (dict, optional): state carried over from the iterator of the previous data
             shard (``--data a:b``): the Assistant's weights and the run's counters.
     """
@@ -62,7 +64,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def __init__(self, dataset, collate_fn, generator: BatchGenerator,
                  start_source: Callable, epoch=1, fallback="error",
                  num_shards=1, shard_id=0, all_gather=None, reweight=False, num_workers=0,
-                 buffer_size=0, anneal_epoch=None, carry=None):
+                 buffer_size=0, points=None, carry=None):
         self.dataset = dataset
         self.collate_fn = collate_fn
         self.generator = generator
@@ -70,7 +72,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.num_shards, self.shard_id = num_shards, shard_id
         self.all_gather = all_gather or (lambda obj: [obj])
         self.num_workers, self.buffer_size = num_workers, buffer_size
-        self.anneal_epoch = anneal_epoch
+        self.points = points or RunPoints()
+        self._last_update = None
         self.shuffle = True
         self.stream = BatchStream(generator, reweight=reweight)
         self.client = AssistantClient(start_source, generator, self.stream, fallback,
@@ -117,7 +120,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             self.dataset.set_epoch(self.epoch)
         resume, self._resume = self._resume, None
         offset = self._start(resume)
-        if self.anneal_epoch is not None and self.epoch >= self.anneal_epoch:
+        anneal_epoch = self.points.anneal_epoch
+        if anneal_epoch is not None and self.epoch >= anneal_epoch:
             # before the count: an annealed epoch is a whole pass, not the skipping count
             self.client.start_annealing()
         if resume is not None and resume.get("epoch") == self.epoch and offset > 0:
@@ -241,14 +245,39 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         stream = self.stream.state(self.iterations_in_epoch)
         return dict(self.client.state(), stream=vars(stream))
 
-    def export_carry(self) -> dict:
-        """What the iterator of the next data shard takes over (``--data a:b``)."""
+    def export_carry(self, dim: int) -> dict:
+        """What the iterator of the next data shard takes over (``--data a:b``), whose
+        features have *dim* columns: the Assistant's model and schedule when the columns
+        are the same (the same dictionaries), never its per-pair memory."""
         self.flush_losses()
-        return {"assistant": self.client.state()["assistant"],
+        assistant = self.client.state()["assistant"]
+        if assistant is not None:
+            saved_dim = len(assistant["model"]["theta"])
+            if saved_dim != dim:
+                logger.warning(f"the features of this data shard have dimension {dim}, the "
+                               f"previous shard's {saved_dim}: starting a new Assistant")
+                assistant = None
+            else:
+                assistant = {k: v for k, v in assistant.items() if k in ("model", "schedule")}
+        return {"assistant": assistant,
                 "totals": dict(self.stream.totals), "batches_done": self.batches_done,
                 "wait_seconds": self.client.wait_seconds}
 
     # -- Boss -> Assistant ----------------------------------------------------------------
+    def begin_update(self, update_num: int) -> None:
+        """Called by every micro-batch of an update, before its step; acts at the first:
+        hands over the previous update's losses (its step has ended), starts annealing by
+        updates, and gathers every rank's batch plan before an update after which fairseq
+        may save."""
+        if update_num == self._last_update:
+            return
+        self._last_update = update_num
+        self.flush_losses()
+        if self.points.anneals_at(update_num):
+            self.client.start_annealing()
+        if self.points.saves_after(update_num) or self.end_of_epoch():
+            self.sync_checkpoint_state()
+
     def hold_losses(self, meta: dict, losses) -> bool:
         """A trained batch's per-sentence losses (a tensor, maybe on the device): handed to
         the Assistant one step later, so that the copy never waits for the device. Returns

@@ -22,6 +22,7 @@ from typing import Callable, Deque, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
+from ..metrics import COUNTERS
 from .batch_generator import BatchGenerator, weights_of
 from .plan import WindowPlan
 
@@ -34,7 +35,6 @@ class Batch(NamedTuple):
     weights: Optional[np.ndarray]
     seq: int
 
-COUNTERS = ("considered_pairs", "considered_tokens", "accepted_pairs", "accepted_tokens")
 
 logger = logging.getLogger(__name__)
 

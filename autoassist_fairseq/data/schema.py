@@ -30,7 +30,7 @@ replaced by a fresh Assistant. Versions:
 import logging
 from typing import Optional
 
-from .batch_stream import COUNTERS
+from ..metrics import COUNTERS
 
 logger = logging.getLogger(__name__)
 

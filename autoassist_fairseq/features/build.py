@@ -174,7 +174,7 @@ def cli_main(argv=None) -> int:
              "unrelated": "with unrelated sides", "digits": "with digits that differ"}
     logger.info(f"pair checks ({', '.join(checks['settings']['checks']) or 'none'}): "
                 f"{checks['flagged']} pairs ({share:.2%}) flagged, trained at the floor unless "
-                f"--assistant-no-pair-checks: " + ", ".join(
+                f"--assistant-pair-checks off: " + ", ".join(
                     f"{checks[k]} {v}" for k, v in parts.items() if k in checks))
     if not checks["languages"]:
         logger.info("the language check did not run: it needs one dictionary for both sides "

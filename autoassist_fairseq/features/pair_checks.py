@@ -387,4 +387,4 @@ def check_languages_differ(probability: np.ndarray, source: str = "the feature f
         raise ValueError(f"pair checks of {source}: only {share:.0%} of the sentences are "
                          "clearly in their own side's language, so its two sides do not look "
                          "like two languages (one language on both sides?) and the checks "
-                         "cannot tell noise; train without them (--assistant-no-pair-checks)")
+                         "cannot tell noise; train without them (--assistant-pair-checks off)")

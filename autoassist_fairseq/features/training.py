@@ -1,0 +1,83 @@
+"""The feature file of a training run, and which of its pairs the pair checks flag.
+
+:func:`open_train_features` is the one place that decides both: it opens the file checked
+against the dataset (lengths, dictionaries, token ids) and turns ``--assistant-pair-checks``
+(``auto``, ``require``, ``off``) and the rule into the pairs the Assistant accepts at most at
+the floor 1 - lambda_max. The Assistant only applies that answer.
+"""
+
+import logging
+from typing import NamedTuple, Optional
+
+import numpy as np
+from fairseq.data import BaseWrapperDataset
+
+from .build import dataset_prefix
+from .store import (FeatureStore, build_command, dataset_fingerprint, feature_prefix,
+                    token_files, token_fingerprint)
+
+logger = logging.getLogger(__name__)
+
+
+class TrainFeatures(NamedTuple):
+    store: FeatureStore
+    suspect: Optional[np.ndarray]  # a bool per pair; None: no pair checks
+
+
+def open_train_features(cfg, split: str, dataset, data_path: str,
+                        pair_checks: str) -> TrainFeatures:
+    """The feature file of *split* (``--assistant-features``, or its default place) and the
+    pairs to treat as suspect.
+
+    Args:
+        cfg (AutoAssistTranslationConfig): the task's config.
+        split (str): the train subset.
+        dataset (LanguagePairDataset): the loaded *split*.
+        data_path (str): the data directory *split* was loaded from.
+        pair_checks (str): ``auto`` (used when the file has them, else a warning),
+            ``require`` (a file without them raises) or ``off``, as checked by
+            :func:`~..tasks.config.check_config`.
+
+    Raises:
+        FileNotFoundError, PermissionError, ValueError: the file is missing, unreadable or
+            for other data; or it has no usable pair checks under ``require``.
+    """
+    src, tgt = cfg.source_lang, cfg.target_lang
+    prefix = cfg.assistant_features or feature_prefix(data_path, split, src, tgt)
+    # the sizes as binarised: --truncate-source, --prepend-bos and --append-source-id
+    # change the wrapped dataset's sizes, not the pairs the features describe
+    fingerprint = dataset_fingerprint(
+        stored_sizes(dataset.src), stored_sizes(dataset.tgt),
+        [f"{data_path}/dict.{src}.txt", f"{data_path}/dict.{tgt}.txt"])
+    tokens = token_fingerprint(token_files(
+        [dataset_prefix(data_path, split, src, tgt, lang) for lang in (src, tgt)]))
+    store = FeatureStore.open(prefix, fingerprint=fingerprint, num_rows=len(dataset),
+                              rebuild_hint=build_command(data_path, split, src, tgt, prefix),
+                              tokens=tokens)
+    logger.info(f"AutoAssist features: {prefix} ({store.num_rows} pairs, dim {store.dim})")
+    return TrainFeatures(store, _suspect_pairs(store, pair_checks, str(cfg.assistant_rule)))
+
+
+def _suspect_pairs(store: FeatureStore, pair_checks: str, rule: str) -> Optional[np.ndarray]:
+    if pair_checks == "off" or rule == "random":  # the random control skips at random
+        return None
+    try:
+        suspect = np.asarray(store.suspect_pairs())
+    except (FileNotFoundError, ValueError) as err:
+        if pair_checks == "require":
+            raise
+        logger.warning(f"AutoAssist pair checks off: {err} (--assistant-pair-checks off "
+                       "turns them off without this warning)")
+        return None
+    count = int(np.count_nonzero(suspect))
+    logger.info(f"AutoAssist pair checks: {count} pairs ({count / max(store.num_rows, 1):.2%}) "
+                "with a side in the wrong language or unrelated sides, accepted at the "
+                "floor (--assistant-pair-checks off: not used)")
+    return suspect
+
+
+def stored_sizes(dataset) -> Optional[np.ndarray]:
+    """Sentence lengths as binarised, under fairseq's wrappers (truncation, BOS, ...)."""
+    while isinstance(dataset, BaseWrapperDataset):
+        dataset = dataset.dataset
+    return None if dataset is None else dataset.sizes

@@ -1,0 +1,195 @@
+"""The ``autoassist_translation`` task's flags, and every check of their values.
+
+:class:`AutoAssistTranslationConfig` is fairseq's ``TranslationConfig`` plus the
+``--assistant-*`` flags. :func:`check_config` is the one place where a bad value (or a
+flag AutoAssist cannot honour) is refused, naming the flag and the fix, before any data is
+read; the layers below it keep only internal asserts. The Assistant's own hyperparameters
+are ranged by :meth:`AssistantHParams.check`, which scripts that build an Assistant
+without a task use too.
+"""
+
+import logging
+from dataclasses import dataclass, field
+from typing import List, NamedTuple, Optional
+
+from fairseq.dataclass import ChoiceEnum
+from fairseq.tasks.translation import TranslationConfig
+from omegaconf import II
+
+from ..assistant import AssistantHParams
+
+logger = logging.getLogger(__name__)
+
+_DEFAULTS = AssistantHParams()
+PAIR_CHECKS = ("auto", "require", "off")
+# the value of the bare --assistant-pair-checks (and of a config's old boolean `true`)
+DEPRECATED_BARE = "true"
+
+
+@dataclass
+class AutoAssistTranslationConfig(TranslationConfig):
+    assistant_lr: float = field(
+        default=_DEFAULTS.lr, metadata={"help": "learning rate eta of the assistant's sgd step"})
+    assistant_weight_decay: float = field(
+        default=_DEFAULTS.weight_decay,
+        metadata={"help": "l2 decay gamma of the assistant: theta shrinks by (1 - gamma) per update"})
+    assistant_threshold_decay: float = field(
+        default=_DEFAULTS.threshold_decay,
+        metadata={"help": "ema factor of the loss threshold T_k, per loss batch"})
+    assistant_accuracy_decay: float = field(
+        default=_DEFAULTS.accuracy_decay,
+        metadata={"help": "ema factor of the assistant accuracy that lambda_k follows"})
+    assistant_lambda_max: float = field(
+        default=_DEFAULTS.lambda_max,
+        metadata={"help": "ceiling of lambda_k (< 1): every pair keeps an acceptance "
+                          "probability of at least 1 - lambda_max; 0 disables skipping"})
+    assistant_warmup: int = field(
+        default=_DEFAULTS.warmup,
+        metadata={"help": "loss batches the assistant learns from before lambda_k may rise"})
+    assistant_rule: ChoiceEnum(["paper", "random", "learnable", "noise"]) = field(
+        default=_DEFAULTS.rule,
+        metadata={"help": "selection rule: paper (skip pairs g predicts easy, algorithm 1), "
+                          "random (skip at the fixed per-pass rates of "
+                          "--assistant-random-rates; a control), learnable (skip pairs whose "
+                          "last loss was below T_k and pairs whose loss stays high without "
+                          "declining), noise (skip only the latter)"})
+    assistant_random_rates: str = field(
+        default=_DEFAULTS.random_rates,
+        metadata={"help": "comma-separated acceptance rates in (0, 1] of data passes 1, 2, ... "
+                          "for --assistant-rule random; the last repeats (e.g. 1.0,0.8,0.74)"})
+    assistant_noise_quantile: float = field(
+        default=_DEFAULTS.noise_quantile,
+        metadata={"help": "learnable and noise rules: a loss counts as high above the "
+                          "ema of this quantile of the loss batches"})
+    assistant_noise_min_decline: float = field(
+        default=_DEFAULTS.noise_min_decline,
+        metadata={"help": "learnable and noise rules: relative loss decline between two "
+                          "visits of a pair that counts as still learning"})
+    assistant_noise_patience: int = field(
+        default=_DEFAULTS.noise_patience,
+        metadata={"help": "learnable and noise rules: consecutive high visits without that "
+                          "decline after which a pair is skipped as unlearnable"})
+    assistant_pair_checks: str = field(
+        default="auto",
+        metadata={"help": "the pair checks of autoassist-features: pairs with a side in the "
+                          "wrong language (untranslated copies) or two unrelated sides "
+                          "(misaligned) are accepted at the floor 1 - lambda_max, under any "
+                          "rule but random. auto: used when the feature file has them (else a "
+                          "warning); require: stop if it has none; off: not used. Deprecated: "
+                          "the bare flag (require)", "argparse_const": DEPRECATED_BARE})
+    assistant_no_pair_checks: bool = field(
+        default=False, metadata={"help": "deprecated: --assistant-pair-checks off"})
+    assistant_window: int = field(
+        default=4096, metadata={"help": "candidates (random pairs, batched by length inside) scored "
+                                       "together"})
+    assistant_boss_queue_size: int = field(
+        default=4, metadata={"help": "windows of batches the assistant may prepare ahead"})
+    assistant_loss_queue_size: int = field(
+        default=256, metadata={"help": "loss messages that may wait for the assistant; "
+                                       "the oldest is dropped when full"})
+    assistant_sync: bool = field(
+        default=False, metadata={"help": "deterministic batches: make each window in the boss's "
+                                         "process from the assistant's state after exactly the "
+                                         "losses of the batches up to a fixed lag before it, so "
+                                         "that two runs with the same seed, data and flags train "
+                                         "the same batches (the assistant then shares the boss's "
+                                         "process instead of running beside it)"})
+    assistant_fallback: ChoiceEnum(["error", "uniform"]) = field(
+        default="error", metadata={"help": "when the assistant process fails: stop the run "
+                                           "(error) or continue on uniform batches (uniform)"})
+    assistant_reweight: bool = field(
+        default=False, metadata={"help": "weigh each accepted pair's loss by 1 / P(accept) "
+                                         "(importance sampling, as InfoBatch rescales), "
+                                         "so that skipping does not bias the Boss's gradient"})
+    assistant_features: Optional[str] = field(
+        default=None, metadata={"help": "path prefix of the feature file (default: "
+                                        "DATA/SPLIT.SRC-TGT.autoassist, see autoassist-features)"})
+    assistant_trace_dir: Optional[str] = field(
+        default=None, metadata={"help": "write the dataset ids of every batch the boss trains "
+                                        "on to DIR/trained.rank<R>.tsv (epoch, update, ids), "
+                                        "e.g. to audit what was skipped"})
+    assistant_anneal: float = field(
+        default=0.0, metadata={"help": "share of the run, at its end, in which every pair is "
+                                       "accepted (infobatch's annealing; e.g. 0.125); measured "
+                                       "in updates with --max-update, else in epochs"})
+    # owned by other config groups: when the run ends (annealing) and saves (the batch
+    # plans of all workers are gathered before every save)
+    max_update: int = II("optimization.max_update")
+    max_epoch: int = II("optimization.max_epoch")
+    update_freq: List[int] = II("optimization.update_freq")
+    save_interval_updates: int = II("checkpoint.save_interval_updates")
+
+
+class CheckedConfig(NamedTuple):
+    """What :func:`check_config` derives from a valid config."""
+
+    hparams: AssistantHParams
+    pair_checks: str  # one of PAIR_CHECKS
+
+
+def check_config(cfg) -> CheckedConfig:
+    """Raise ValueError, naming the flag and the fix, for any bad ``--assistant-*`` value;
+    warn once for a deprecated spelling."""
+    hparams = AssistantHParams.from_config(cfg)  # the Assistant's ranges
+    if cfg.assistant_window < 1:
+        raise ValueError(f"--assistant-window={cfg.assistant_window} must be >= 1")
+    for name in ("assistant_boss_queue_size", "assistant_loss_queue_size"):
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')}={getattr(cfg, name)} must be >= 1")
+    if not 0.0 <= cfg.assistant_anneal < 1.0:
+        raise ValueError(f"--assistant-anneal={cfg.assistant_anneal} is out of range: it "
+                         "must be in [0, 1) (a share of the run, e.g. 0.125)")
+    pair_checks = _pair_checks(cfg)
+    if pair_checks == "require" and hparams.rule == "random":
+        raise ValueError("--assistant-pair-checks require cannot go with --assistant-rule "
+                         "random: the control must skip at random; drop one of the two")
+    return CheckedConfig(hparams, pair_checks)
+
+
+def _pair_checks(cfg) -> str:
+    """``--assistant-pair-checks`` as one of :data:`PAIR_CHECKS`, from the old spellings too:
+    the bare flag (``true``; a config's ``false`` is the old default, auto) and
+    ``--assistant-no-pair-checks``."""
+    value = str(cfg.assistant_pair_checks).lower()
+    old = {DEPRECATED_BARE: "require", "false": "auto"}
+    if value in old:
+        if value == DEPRECATED_BARE:
+            logger.warning("--assistant-pair-checks without a value is deprecated: use "
+                           "--assistant-pair-checks require")
+        value = old[value]
+    if value not in PAIR_CHECKS:
+        raise ValueError(f"--assistant-pair-checks {cfg.assistant_pair_checks} is not one of "
+                         f"{', '.join(PAIR_CHECKS)}")
+    if cfg.assistant_no_pair_checks:
+        if value == "require":
+            raise ValueError("--assistant-pair-checks require and --assistant-no-pair-checks "
+                             "contradict each other: drop one")
+        logger.warning("--assistant-no-pair-checks is deprecated: use "
+                       "--assistant-pair-checks off")
+        value = "off"
+    return value
+
+
+# fairseq's batching flags the Assistant's iterator cannot honour, and why; the others are
+# honoured (--fix-batches-to-gpus holds by construction: a rank's shard is fixed for the run)
+_REFUSED = {
+    "skip_remainder_batch": "--skip-remainder-batch drops the last, smaller batch of each "
+                            "rank's epoch so that the ranks stay in step; AutoAssist epochs "
+                            "are an agreed number of full batches on every rank, so there is "
+                            "no such batch, and dropping one would leave its pairs out",
+    "grouped_shuffling": "--grouped-shuffling shuffles groups of length-sorted batches so "
+                         "that the ranks get similar lengths; AutoAssist batches are cut from "
+                         "windows of random pairs on each rank",
+    "update_epoch_batch_itr": "--update-epoch-batch-itr rebuilds the train iterator every "
+                              "epoch; the AutoAssist iterator holds the Assistant and its "
+                              "batch plan for the whole run",
+}
+
+
+def refuse_batching_flags(kwargs: dict) -> None:
+    """Raise, naming the flag and why, for a fairseq batching flag that is set but that
+    AutoAssist batches cannot honour (silently ignoring it would train something else).
+    fairseq passes them to ``get_batch_iterator``, not to the task's config."""
+    for name, why in _REFUSED.items():
+        if kwargs.get(name):
+            raise ValueError(f"{why}: drop it with --task autoassist_translation")
