@@ -177,7 +177,7 @@ def test_digits_check_flags_other_numbers_not_other_formats():
 def test_sides_of_one_language_are_refused():
     src, tgt, _ = _corpus(n=1000, same_language=True)
     p = other_language_probability(src, tgt)
-    with pytest.raises(ValueError, match="do not look like two languages.*--assistant-no-pair-checks"):
+    with pytest.raises(ValueError, match="do not look like two languages.*--assistant-pair-checks off"):
         check_languages_differ(p, "corpus X")
 
 
