@@ -180,8 +180,6 @@ def test_consecutive_batches_mix_lengths_as_fairseq_does(sizes):
 def test_bad_arguments():
     with pytest.raises(ValueError, match="--max-tokens or --batch-size"):
         BatchGenerator(np.arange(3), np.ones(3), np.ones(3))
-    with pytest.raises(ValueError, match="--assistant-window=0"):
-        BatchGenerator(np.arange(3), np.ones(3), np.ones(3), max_tokens=10, window_size=0)
 
 
 def test_no_pair_lost_with_batch_size_multiple(sizes):

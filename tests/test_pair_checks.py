@@ -1,5 +1,4 @@
 import json
-import logging
 import shutil
 
 import numpy as np
@@ -14,8 +13,7 @@ from autoassist_fairseq.features.pair_checks import (COLUMNS, FLAG_PROBABILITY,
                                                      unrelated_p_value)
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix
 from autoassist_fairseq.features.tfidf import count_matrix, tfidf_features
-from autoassist_fairseq.tasks.config import check_config
-from utils import TINY_TRANSFORMER, USER_DIR, read_trace, run, train_args
+from utils import TINY_TRANSFORMER, read_trace, run, train_args
 
 CLEAN, COPY, WRONG_LANG, MISALIGNED, SHARED_ONLY = range(5)
 VOCAB = 300
@@ -264,59 +262,6 @@ def test_flagged_pairs_are_at_the_floor_from_the_first_window(tmp_path, rule):
     p0 = fresh.accept_probability(ids)
     np.testing.assert_allclose(p0[suspect], 0.2)
     np.testing.assert_allclose(p0[~suspect], 1.0)
-
-
-def test_pair_checks_are_refused_with_the_random_control():
-    with pytest.raises(ValueError, match="random.*control must skip at random"):
-        check_config(_config("--assistant-rule", "random", "--assistant-random-rates", "0.8",
-                             "--assistant-pair-checks", "require"))
-
-
-def _config(*flags):
-    """The task's config as fairseq's parser makes it from *flags*."""
-    from fairseq import options
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        "data", "--user-dir", USER_DIR, "--task",
-        "autoassist_translation", "--arch", "transformer", "--max-tokens", "100", *flags])
-    return convert_namespace_to_omegaconf(args).task
-
-
-@pytest.mark.parametrize("flags, mode, warning", [
-    ((), "auto", None),
-    (("--assistant-pair-checks", "auto"), "auto", None),
-    (("--assistant-pair-checks", "require"), "require", None),
-    (("--assistant-pair-checks", "off"), "off", None),
-    # the old spellings, for one release
-    (("--assistant-pair-checks",), "require", "use --assistant-pair-checks require"),
-    (("--assistant-no-pair-checks",), "off", "use --assistant-pair-checks off"),
-])
-def test_pair_checks_flag_spellings(flags, mode, warning, caplog):
-    with caplog.at_level(logging.WARNING):
-        assert check_config(_config(*flags)).pair_checks == mode
-    deprecated = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
-    assert deprecated == ([] if warning is None else [deprecated[0]])
-    if warning is not None:
-        assert warning in deprecated[0]
-
-
-@pytest.mark.parametrize("flags, message", [
-    (("--assistant-pair-checks", "on"), "is not one of auto, require, off"),
-    (("--assistant-pair-checks", "require", "--assistant-no-pair-checks"),
-     "contradict each other"),
-])
-def test_bad_pair_checks_flags_name_the_fix(flags, message):
-    with pytest.raises(ValueError, match=message):
-        check_config(_config(*flags))
-
-
-def test_a_config_file_with_the_old_boolean_still_loads():
-    """YAML configs wrote ``assistant_pair_checks: true`` (require) or ``false`` (default)."""
-    cfg = _config()
-    for old, mode in ((True, "require"), (False, "auto")):
-        cfg.assistant_pair_checks = old
-        assert check_config(cfg).pair_checks == mode
 
 
 def _write_copies(raw, split, n, seed):

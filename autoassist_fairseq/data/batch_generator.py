@@ -52,8 +52,7 @@ class BatchGenerator:
             raise ValueError("set --max-tokens or --batch-size: AutoAssist batches need a bound")
         if not 0 <= shard_id < num_shards:
             raise ValueError(f"shard_id {shard_id} is not in [0, {num_shards})")
-        if window_size < 1:
-            raise ValueError(f"--assistant-window={window_size} must be >= 1")
+        assert window_size >= 1, "checked by the task's config (--assistant-window)"
         self.src_sizes = np.asarray(src_sizes, dtype=np.int64)
         self.tgt_sizes = (np.asarray(tgt_sizes, dtype=np.int64) if tgt_sizes is not None
                           else np.zeros_like(self.src_sizes))

@@ -63,9 +63,8 @@ class AssistantProcess:
 
     def __init__(self, make_assistant, make_generator, boss_queue_size=4, loss_queue_size=64,
                  rank=0):
-        if boss_queue_size < 1 or loss_queue_size < 1:
-            raise ValueError(f"boss_queue_size and loss_queue_size must be >= 1, got "
-                             f"{boss_queue_size} and {loss_queue_size}")
+        # checked by the task's config (--assistant-boss-queue-size, --assistant-loss-queue-size)
+        assert boss_queue_size >= 1 and loss_queue_size >= 1
         ctx = mp.get_context("fork")
         inbox_r, inbox_w = ctx.Pipe(duplex=False)  # losses and control, in order
         windows_r, windows_w = ctx.Pipe(duplex=False)

@@ -1,0 +1,72 @@
+"""The task's flags are checked in one place (``tasks/config.check_config``), in-process:
+each bad value names the flag and the fix; the old pair-check spellings still work, with a
+warning naming the new one."""
+
+import copy
+import logging
+
+import pytest
+
+from autoassist_fairseq.tasks.config import check_config
+from task_helpers import task_config
+
+
+@pytest.fixture(scope="module")
+def parsed():
+    return task_config()
+
+
+def _with(cfg, **values):
+    cfg = copy.deepcopy(cfg)
+    for name, value in values.items():
+        setattr(cfg, "assistant_" + name, value)
+    return cfg
+
+
+@pytest.mark.parametrize("values, message", [
+    (dict(window=0), "--assistant-window=0 must be >= 1"),
+    (dict(boss_queue_size=0), "--assistant-boss-queue-size=0 must be >= 1"),
+    (dict(loss_queue_size=0), "--assistant-loss-queue-size=0 must be >= 1"),
+    (dict(anneal=1.0), r"--assistant-anneal=1.0 is out of range: it must be in \[0, 1\)"),
+    (dict(lambda_max=1.0), "--assistant-lambda-max=1.0 is out of range"),
+    (dict(rule="random"), "needs --assistant-random-rates"),
+    (dict(rule="random", random_rates="0.8", pair_checks="require"),
+     "random.*control must skip at random"),
+])
+def test_bad_flags_are_refused_naming_the_flag(parsed, values, message):
+    check_config(parsed)  # the defaults pass
+    with pytest.raises(ValueError, match=message):
+        check_config(_with(parsed, **values))
+
+
+@pytest.mark.parametrize("flags, mode, warning", [
+    ((), "auto", None),
+    (("--assistant-pair-checks", "auto"), "auto", None),
+    (("--assistant-pair-checks", "require"), "require", None),
+    (("--assistant-pair-checks", "off"), "off", None),
+    # the old spellings, for one release
+    (("--assistant-pair-checks",), "require", "use --assistant-pair-checks require"),
+    (("--assistant-no-pair-checks",), "off", "use --assistant-pair-checks off"),
+])
+def test_pair_checks_flag_spellings(flags, mode, warning, caplog):
+    with caplog.at_level(logging.WARNING):
+        assert check_config(task_config(*flags)).pair_checks == mode
+    deprecated = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
+    assert len(deprecated) == (0 if warning is None else 1), deprecated
+    if warning is not None:
+        assert warning in deprecated[0]
+
+
+@pytest.mark.parametrize("values, message", [
+    (dict(pair_checks="on"), "--assistant-pair-checks on is not one of auto, require, off"),
+    (dict(pair_checks="require", no_pair_checks=True), "contradict each other"),
+])
+def test_bad_pair_checks_flags_name_the_fix(parsed, values, message):
+    with pytest.raises(ValueError, match=message):
+        check_config(_with(parsed, **values))
+
+
+def test_a_config_file_with_the_old_boolean_still_loads(parsed):
+    """YAML configs wrote ``assistant_pair_checks: true`` (require) or ``false`` (default)."""
+    for old, mode in ((True, "require"), (False, "auto")):
+        assert check_config(_with(parsed, pair_checks=old)).pair_checks == mode
