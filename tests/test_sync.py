@@ -96,7 +96,7 @@ def test_sync_fallback_continues_on_uniform_batches_or_stops(fallback):
                 train()
         return
     trained = [train() for _ in range(200)]
-    assert client.uniform and isinstance(client.source, LocalSource)
+    assert client.fell_back and isinstance(client.source, LocalSource)
     seqs = [b.seq for b in trained]
     assert seqs == list(range(len(seqs)))  # no batch lost or repeated at the switch
     # the first two windows skipped odd ids, the uniform ones take them all
@@ -132,5 +132,5 @@ def test_a_loader_thread_in_the_fallback_switch_gets_a_whole_source(monkeypatch)
     assert client.source is old and len(window.batches) > 0
     release.set()
     switch.join(10)
-    assert client.uniform and client.source is not old
+    assert client.fell_back and client.source is not old
     assert len(client.next_window().batches) > 0

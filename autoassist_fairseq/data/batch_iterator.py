@@ -205,7 +205,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def _agree_num_batches(self) -> int:
         """Batches in this epoch: the same on every rank, computed from every rank's view."""
         client = self.client
-        rate = 1.0 if (client.uniform or client.annealing) else self.stream.rate.value
+        rate = 1.0 if client.accepts_every_pair else self.stream.rate.value
         mine = {"full": self.generator.epoch_batch_count(self._data_pass()), "rate": rate,
                 "batches": self.batches_done, "failure": client.failure}
         views = self.all_gather(mine)
@@ -274,7 +274,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                    wait_seconds=self.client.wait_seconds)
         delta = {k: v - self._logged.get(k, 0) for k, v in now.items()}
         self._logged = now
-        if not self.client.uniform:
+        if self.client.assistant_learns:
             stats = dict(self.stream.assistant_stats)
             # cumulative in the Assistant: logged as what happened since the last call
             nonfinite = stats.pop("nonfinite", self._logged_nonfinite)

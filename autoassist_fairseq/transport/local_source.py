@@ -78,6 +78,11 @@ class LocalSource:
 
     dropped_losses = 0  # nothing is ever dropped
 
+    @property
+    def learns(self) -> bool:
+        """Whether an Assistant scores the windows (not the uniform fallback)."""
+        return self.assistant is not None
+
     # -- Boss -> source ------------------------------------------------------------------
     def restart(self, gen_state: dict, accept_all: bool, reported_before: int) -> None:
         """Go on from *gen_state* (windows made since are dropped by the Boss). Every batch
