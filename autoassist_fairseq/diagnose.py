@@ -113,7 +113,7 @@ def skip_figures(assistant, losses, ntok, floor=0.0, ids=None):
         (np.ndarray, np.ndarray, dict): g, P(accept), and the shares of the tokens, of the
         reducible loss and of the raw loss.
     """
-    from .assistant.sampler import accept_probability
+    from .assistant.acceptance import accept_probability
 
     ids = np.arange(len(losses)) if ids is None else np.asarray(ids)
     chunks = [ids[i:i + 16384] for i in range(0, len(ids), 16384)]

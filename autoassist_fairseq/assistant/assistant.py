@@ -7,7 +7,7 @@ import numpy as np
 from ..features.store import FeatureStore
 from .model import LogisticAssistant
 from .rules import MAX_PATIENCE, RULES, PairHistory, parse_random_rates, pass_rate
-from .sampler import accept_probability
+from .acceptance import accept_probability
 from .schedule import AssistantSchedule
 
 

@@ -26,6 +26,7 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
+from ..assistant.acceptance import draw_accepted
 from .plan import WindowPlan
 
 AcceptFn = Callable[[np.ndarray], np.ndarray]
@@ -220,7 +221,7 @@ class BatchGenerator:
         ids = self._order_cache[0][self.position:self.position + self.window_size]
         rng = self._window_rng(w)
         prob = np.asarray(accept_fn(ids), dtype=np.float64)
-        accepted = rng.random(len(ids)) < prob
+        accepted = draw_accepted(prob, rng)
         # Horvitz-Thompson: a pair kept with probability p stands for 1/p of itself
         weight = (1.0 / prob[accepted]).astype(np.float32)
         pool = np.concatenate([self.carry, ids[accepted]])
