@@ -102,7 +102,7 @@ def test_random_rule_follows_the_pass_and_still_learns(store):
     ids = np.arange(600)
     assert np.ptp(paper.accept_probability(ids)) > 0.3
     for epoch, rate in ((1, 1.0), (2, 0.8), (3, 0.5), (7, 0.5)):
-        a.begin_epoch(epoch)
+        a.begin_pass(epoch)
         np.testing.assert_array_equal(a.accept_probability(ids), rate)  # g does not leak
 
 

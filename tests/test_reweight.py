@@ -44,7 +44,7 @@ def _generator():
 
 def test_window_weights_are_inverse_acceptance_of_its_accepted_pairs():
     gen = _generator()
-    gen.begin_epoch(1)
+    gen.begin_pass(1)
     windows = [gen.next_window(quarter_for_even) for _ in range(gen.num_windows + 1)]
     assert windows[-1].ends_pass
     for w in windows[:-1]:

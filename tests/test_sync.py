@@ -60,7 +60,7 @@ class _FailingAssistant:
     def __init__(self):
         self.calls = 0
 
-    def begin_epoch(self, epoch):
+    def begin_pass(self, data_pass):
         pass
 
     def learn(self, ids, losses):
@@ -83,7 +83,7 @@ def test_sync_fallback_continues_on_uniform_batches_or_stops(fallback):
     stream = BatchStream(gen)
     client = AssistantClient(lambda: LocalSource(gen, _FailingAssistant, lag=0), gen, stream,
                              fallback=fallback)
-    client.start(epoch=1)
+    client.start(first_pass=1)
 
     def train():  # the Boss: take a batch, report its losses
         batch = stream.next_batch(client.next_window)
@@ -113,7 +113,7 @@ def test_a_loader_thread_in_the_fallback_switch_gets_a_whole_source(monkeypatch)
     gen = BatchGenerator(np.arange(2000), *sizes, max_tokens=600, window_size=300, seed=3)
     stream = BatchStream(gen)
     client = AssistantClient(lambda: LocalSource(gen), gen, stream, fallback="uniform")
-    client.start(epoch=1)
+    client.start(first_pass=1)
     old = client.source
     switching, release = threading.Event(), threading.Event()
     restart = LocalSource.restart

@@ -56,9 +56,9 @@ def parse_random_rates(text: str) -> Tuple[float, ...]:
     return rates
 
 
-def pass_rate(rates: Sequence[float], epoch: int) -> float:
-    """r_e of 1-based data pass *epoch*; the last rate repeats for later passes."""
-    return float(rates[min(max(int(epoch), 1), len(rates)) - 1])
+def pass_rate(rates: Sequence[float], data_pass: int) -> float:
+    """r_e of 1-based *data_pass*; the last rate repeats for later passes."""
+    return float(rates[min(max(int(data_pass), 1), len(rates)) - 1])
 
 
 def update_high_threshold(high: Optional[float], losses: np.ndarray, quantile: float,

@@ -67,8 +67,8 @@ class BatchGenerator:
         self.seed, self.shard_id = seed, shard_id
         self.num_windows = max(1, math.ceil(len(self.shard) / window_size))
         self._full_count = None
-        self._epoch_counts = {}
-        self.epoch = 0
+        self._pass_counts = {}
+        self.data_pass = 0
         self.cursor = 0  # windows made in this pass
         self.position = 0  # pairs of this pass's order visited
         self.carry = np.zeros(0, np.int64)
@@ -126,18 +126,18 @@ class BatchGenerator:
             self._full_count = len(self.make_batches(self.shard))
         return self._full_count
 
-    def epoch_batch_count(self, epoch: int) -> int:
-        """Batches pass *epoch* would have if every candidate were accepted (a little above
+    def pass_batch_count(self, data_pass: int) -> int:
+        """Batches *data_pass* would have if every candidate were accepted (a little above
         :meth:`full_batch_count`: pools of ``window_size`` pairs pack a little less tightly)."""
-        if epoch not in self._epoch_counts:
-            order, _ = self._order(epoch)
+        if data_pass not in self._pass_counts:
+            order, _ = self._order(data_pass)
             count, carry = 0, np.zeros(0, np.int64)
             for w in range(self.num_windows):
                 batches, carry = self._cut(np.concatenate([carry, self._window_ids(order, w)]))
                 count += len(batches)
             count += len(self.make_batches(carry))
-            self._epoch_counts = {epoch: count}
-        return self._epoch_counts[epoch]
+            self._pass_counts = {data_pass: count}
+        return self._pass_counts[data_pass]
 
     def _cut(self, pool: np.ndarray):
         """(batches, carried pairs) of a pool: once it holds ``window_size`` pairs, the
@@ -156,9 +156,9 @@ class BatchGenerator:
         return batches, ids[sum(len(b) for b in batches):]
 
     # -- passes ----------------------------------------------------------------------
-    def _order(self, epoch: int):
-        """The shard in a random order of pass *epoch*, and the window to start from."""
-        rng = np.random.default_rng([self.seed, epoch, self.shard_id])
+    def _order(self, data_pass: int):
+        """The shard in a random order of *data_pass*, and the window to start from."""
+        rng = np.random.default_rng([self.seed, data_pass, self.shard_id])
         return rng.permutation(self.shard), 0
 
     def _window_ids(self, order, w):
@@ -170,24 +170,24 @@ class BatchGenerator:
         """Whether every pair of this pass's order was a candidate."""
         return self.position >= len(self.shard)
 
-    def begin_epoch(self, epoch: int) -> None:
-        """Start data pass *epoch* (1-based) from its first window."""
-        if epoch < 1:
-            raise ValueError(f"passes are numbered from 1, got {epoch}")
-        self.epoch = epoch
-        self._order_cache = self._order(epoch)
+    def begin_pass(self, data_pass: int) -> None:
+        """Start *data_pass* (1-based) from its first window."""
+        if data_pass < 1:
+            raise ValueError(f"passes are numbered from 1, got {data_pass}")
+        self.data_pass = data_pass
+        self._order_cache = self._order(data_pass)
         self.cursor = 0
         self.position = 0
         self.carry = np.zeros(0, np.int64)  # accepted, not batched yet
         self.carry_weights = np.zeros(0, np.float32)
 
     def begin(self, msg) -> None:
-        """Apply a ``BeginEpoch`` control message: a saved state, or a fresh pass; and
+        """Apply a ``RestartStream`` control message: a saved state, or a fresh pass; and
         whether every candidate is accepted from now on (annealing, uniform fallback)."""
         if msg.state is not None:
             self.load_state_dict(msg.state)
         else:
-            self.begin_epoch(msg.epoch)
+            self.begin_pass(msg.data_pass)
             self.accept_all = False
         self.accept_all = self.accept_all or bool(msg.accept_all)
 
@@ -207,14 +207,14 @@ class BatchGenerator:
             plan = self._regular_window(accept_fn)
         else:
             plan = self._last_window()
-            self.begin_epoch(self.epoch + 1)
+            self.begin_pass(self.data_pass + 1)
         plan.first_seq = self.batches_made
         self.batches_made += len(plan.batches)
         plan.state_after = self.state_dict()
         return plan
 
     def _window_rng(self, window: int) -> np.random.Generator:
-        return np.random.default_rng([self.seed, self.epoch, self.shard_id, window, 1])
+        return np.random.default_rng([self.seed, self.data_pass, self.shard_id, window, 1])
 
     def _regular_window(self, accept_fn: AcceptFn) -> WindowPlan:
         w = self.cursor
@@ -234,7 +234,7 @@ class BatchGenerator:
         cost = self.num_tokens(ids).astype(np.float64)
         kept = ids[accepted]
         return WindowPlan(
-            epoch=self.epoch, window=w, batches=batches, carried=self.carry,
+            data_pass=self.data_pass, window=w, batches=batches, carried=self.carry,
             considered_pairs=len(ids), considered_tokens=self.pair_tokens(ids),
             accepted_pairs=len(kept), accepted_tokens=self.pair_tokens(kept),
             expected_token_rate=float((prob * cost).sum() / max(cost.sum(), 1.0)),
@@ -244,20 +244,21 @@ class BatchGenerator:
         """The pairs still carried, batched (already counted as accepted); ends the pass."""
         batches = self.make_batches(self.carry)
         self._window_rng(self.cursor).shuffle(batches)
-        return WindowPlan(epoch=self.epoch, window=self.cursor, batches=batches,
+        return WindowPlan(data_pass=self.data_pass, window=self.cursor, batches=batches,
                           weight_ids=self.carry, weights=self.carry_weights)
 
     # -- resume ----------------------------------------------------------------------
     def state_dict(self) -> dict:
         """The layout is part of the checkpoint schema (``data/schema.py``), which checks
-        and migrates a saved state before it reaches :meth:`load_state_dict`."""
-        return {"epoch": self.epoch, "next_window": self.cursor, "next_pair": self.position,
+        and migrates a saved state before it reaches :meth:`load_state_dict`; its key
+        ``"epoch"`` holds the data pass (the name checkpoints of every version use)."""
+        return {"epoch": self.data_pass, "next_window": self.cursor, "next_pair": self.position,
                 "window_size": self.window_size, "carried": self.carry.copy(),
                 "carried_weights": self.carry_weights.copy(), "accept_all": self.accept_all,
                 "generation": self.generation, "batches_made": self.batches_made}
 
     def load_state_dict(self, state: dict) -> None:
-        self.begin_epoch(int(state["epoch"]))
+        self.begin_pass(int(state["epoch"]))
         self.cursor = int(state["next_window"])
         self.position = min(int(state["next_pair"]), len(self.shard))
         self.carry = np.asarray(state["carried"], dtype=np.int64)

@@ -206,7 +206,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         """Batches in this epoch: the same on every rank, computed from every rank's view."""
         client = self.client
         rate = 1.0 if client.accepts_every_pair else self.stream.rate.value
-        mine = {"full": self.generator.epoch_batch_count(self._data_pass()), "rate": rate,
+        mine = {"full": self.generator.pass_batch_count(self._data_pass()), "rate": rate,
                 "batches": self.batches_done, "failure": client.failure}
         views = self.all_gather(mine)
         if any(v["failure"] for v in views):  # every rank stops together

@@ -166,7 +166,7 @@ class BatchStream:
         if window.stats:
             self.assistant_stats = window.stats
         if window.ends_pass:
-            self._log_pass(window.epoch)
+            self._log_pass(window.data_pass)
 
     def _log_pass(self, data_pass: int) -> None:
         """One line per data pass: what share of it the Assistant accepted. A fairseq epoch

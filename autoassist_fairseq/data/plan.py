@@ -22,7 +22,7 @@ class WindowPlan:
     that of the last window it took, which is exactly where a resumed run must go on.
     """
 
-    epoch: int  # the data pass, 1-based
+    data_pass: int  # 1-based
     window: int
     batches: List[np.ndarray]
     carried: np.ndarray = field(default_factory=_no_ids)  # accepted, batched later
@@ -39,4 +39,4 @@ class WindowPlan:
 
     @property
     def ends_pass(self) -> bool:
-        return self.state_after is not None and self.state_after["epoch"] != self.epoch
+        return self.state_after is not None and self.state_after["epoch"] != self.data_pass

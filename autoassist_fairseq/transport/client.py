@@ -72,15 +72,15 @@ class AssistantClient:
         """Annealing, or the uniform fallback: no pair is left out."""
         return self.annealing or not self.assistant_learns
 
-    def start(self, epoch: int, assistant_state: Optional[dict] = None,
+    def start(self, first_pass: int, assistant_state: Optional[dict] = None,
               source: str = "the checkpoint") -> None:
         """Start the source, give it *assistant_state*, and start its stream of windows
-        where the Boss's stream stands (a fresh run: at data pass *epoch*)."""
+        where the Boss's stream stands (a fresh run: at data pass *first_pass*)."""
         self.source = self.start_source()
         if assistant_state is not None:
             self._load(assistant_state, source)
         if self.stream.gen_state is None:
-            self.generator.begin_epoch(epoch)
+            self.generator.begin_pass(first_pass)
         self.restart_stream()
 
     def _load(self, state: dict, origin: str) -> None:

@@ -127,9 +127,9 @@ class LocalSource:
             self._wait_for(due)
             try:
                 self._learn_below(due)
-                if gen.epoch != self._announced:
-                    self._announced = gen.epoch
-                    self.assistant.begin_epoch(gen.epoch)
+                if gen.data_pass != self._announced:
+                    self._announced = gen.data_pass
+                    self.assistant.begin_pass(gen.data_pass)
                 plan = gen.next_window(self.assistant.accept_probability)
             except Exception:
                 raise AssistantDied("the Assistant failed (in the Boss's process, "

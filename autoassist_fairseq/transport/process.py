@@ -37,7 +37,7 @@ import weakref
 from . import worker
 from .channel import Sender, SenderClosed
 from .messages import (DRAIN_GRACE, JOIN_TIMEOUT, POLL_INTERVAL, REPLY_TIMEOUT, STOP,
-                       AssistantError, BeginEpoch, LoadState, LossMsg, StateRequest)
+                       AssistantError, RestartStream, LoadState, LossMsg, StateRequest)
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ class AssistantProcess:
 
     def restart(self, gen_state: dict, accept_all: bool, reported_before=None) -> None:
         """Make windows from *gen_state* on (the Boss drops those made before)."""
-        self.send(BeginEpoch(int(gen_state["epoch"]), gen_state, accept_all))
+        self.send(RestartStream(int(gen_state["epoch"]), gen_state, accept_all))
 
     def load(self, state: dict) -> None:
         """An Assistant state, from this process or from :class:`~.local_source.LocalSource`,
