@@ -16,7 +16,7 @@ from autoassist_fairseq.assistant import Assistant, AssistantHParams
 from autoassist_fairseq.transport.process import AssistantProcess
 from autoassist_fairseq.data.batch_generator import BatchGenerator
 from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
-from autoassist_fairseq.data.checkpoint import from_checkpoint
+from autoassist_fairseq.data.arrays import tensors_to_arrays
 from autoassist_fairseq.data.schema import VERSION, CheckpointSchemaError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints"
@@ -56,7 +56,7 @@ def _load(name):
 @pytest.mark.parametrize("name", sorted(SHIPPED))
 def test_every_shipped_layout_resumes_with_its_assistant(name, iterators, caplog):
     state = _load(name)
-    saved = from_checkpoint(state["autoassist"])
+    saved = tensors_to_arrays(state["autoassist"])
     itr = iterators()
     with caplog.at_level(logging.INFO):
         itr.load_state_dict(state)

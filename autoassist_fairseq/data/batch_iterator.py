@@ -25,7 +25,7 @@ from ..proctitle import set_title
 from ..transport.client import AssistantClient
 from .batch_generator import BatchGenerator, weights_of
 from .batch_stream import BatchStream, StreamState, agree_num_batches
-from .checkpoint import from_checkpoint, to_checkpoint
+from .arrays import arrays_to_tensors, tensors_to_arrays
 from .schema import VERSION, describe_window_change
 from .schema import load as load_schema
 
@@ -300,7 +300,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         ranks[self.shard_id] = self._rank_state() if self._cur_epoch_itr is not None else None
         return {
             "version": 2, "epoch": epoch, "iterations_in_epoch": offset, "shuffle": self.shuffle,
-            "autoassist": to_checkpoint({
+            "autoassist": arrays_to_tensors({
                 "version": VERSION, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
                 "num_batches": None if finished else self._num_batches, "ranks": ranks,
                 "totals": self.stream.totals_at(self.iterations_in_epoch),
@@ -325,7 +325,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                             "run): starting a new Assistant and batch plan")
             saved = {"epoch": self.epoch, "offset": offset, "num_batches": None, "ranks": None}
         else:
-            saved = load_schema(from_checkpoint(state_dict["autoassist"]), self.generator)
+            saved = load_schema(tensors_to_arrays(state_dict["autoassist"]), self.generator)
         self._resume = saved
         self._cur_epoch_itr = None
 
