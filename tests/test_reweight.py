@@ -48,7 +48,7 @@ def test_window_weights_are_inverse_acceptance_of_its_accepted_pairs():
     windows = [gen.next_window(quarter_for_even) for _ in range(gen.num_windows + 1)]
     assert windows[-1].ends_pass
     for w in windows[:-1]:
-        accepted = np.concatenate(w.batches + [w.carried])
+        accepted = np.concatenate(w.batches + [w.state_after["carried"]])
         assert sorted(w.weight_ids.tolist()) == sorted(accepted.tolist())
         np.testing.assert_allclose(w.weights, 1 / quarter_for_even(w.weight_ids))
     # the pass's remainders keep the weights of the windows that accepted them

@@ -234,7 +234,7 @@ class BatchGenerator:
         cost = self.num_tokens(ids).astype(np.float64)
         kept = ids[accepted]
         return WindowPlan(
-            data_pass=self.data_pass, window=w, batches=batches, carried=self.carry,
+            data_pass=self.data_pass, window=w, batches=batches,
             considered_pairs=len(ids), considered_tokens=self.pair_tokens(ids),
             accepted_pairs=len(kept), accepted_tokens=self.pair_tokens(kept),
             expected_token_rate=float((prob * cost).sum() / max(cost.sum(), 1.0)),

@@ -71,7 +71,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.all_gather = all_gather or (lambda obj: [obj])
         self.num_workers, self.buffer_size = num_workers, buffer_size
         self.anneal_epoch = anneal_epoch
-        self.shuffle = True
+        self.shuffle = True  # fairseq's state key; shuffle=False is refused
         self.stream = BatchStream(generator, reweight=reweight)
         self.client = AssistantClient(start_source, generator, self.stream, fallback,
                                       num_shards)
@@ -134,7 +134,6 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         if self.buffer_size > 0:
             itr = BufferedIterator(self.buffer_size, itr)
         self._cur_epoch_itr = CountingIterator(itr, start=offset, total=num_batches)
-        self.shuffle = shuffle
         return self._cur_epoch_itr
 
     def end_of_epoch(self) -> bool:

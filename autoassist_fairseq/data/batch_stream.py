@@ -179,10 +179,6 @@ class BatchStream:
                     f"its pairs")
         self.pass_counts = dict.fromkeys(COUNTERS, 0.0)
 
-    def taken(self, key: str) -> float:
-        """A counter over every window taken so far (issued or not)."""
-        return self.totals[key] + self._untold[key]
-
     def _count_issue(self) -> dict:
         """Credit a window's counts to its batches as they are issued, so that every logging
         interval (not only those in which a window arrives) shows what was skipped; returns
