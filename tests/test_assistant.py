@@ -80,9 +80,9 @@ def test_learn_rejects_mismatched_lengths(store):
 
 def test_stats_keys(store):
     a = _trained(store, "learnable")
-    assert {"threshold", "lambda", "accuracy", "chance", "updates", "nonfinite",
+    assert {"threshold", "lambda", "accuracy", "chance", "loss_batches", "nonfinite",
             "unlearnable"} <= set(a.stats)
-    assert a.stats["updates"] == 20
+    assert a.stats["loss_batches"] == 20
 
 
 def test_random_rule_follows_the_pass_and_still_learns(store):

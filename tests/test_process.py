@@ -455,4 +455,4 @@ def test_non_finite_losses_are_dropped_by_the_real_assistant(tmp_path):
     finally:
         p.shutdown()
     assert stats["nonfinite"] == 5
-    assert np.isfinite(stats["threshold"]) and stats["updates"] == 2
+    assert np.isfinite(stats["threshold"]) and stats["loss_batches"] == 2

@@ -17,7 +17,7 @@ N = 3000
 class HalfAssistant:
     """Stands in for the Assistant: accepts even ids with probability 1, odd ones 0.5."""
 
-    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "updates": 0}
+    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "loss_batches": 0}
 
     def accept_probability(self, ids):
         return np.where(np.asarray(ids) % 2 == 0, 1.0, 0.5)

@@ -20,7 +20,7 @@ def quarter_for_even(ids):
 class EvenSkippingAssistant:
     """Stands in for the Assistant with the fixed acceptance rule above."""
 
-    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "updates": 0}
+    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "loss_batches": 0}
 
     def accept_probability(self, ids):
         return quarter_for_even(ids)

@@ -55,7 +55,7 @@ def test_sync_runs_repeat_exactly_and_resume_exactly(train_data, tmp_path):
 class _FailingAssistant:
     """Scores odd ids as easy; its third window raises, as a bug in a rule would."""
 
-    stats = {"threshold": 1.0, "lambda": 0.5, "accuracy": 0.5, "chance": 0.5, "updates": 0}
+    stats = {"threshold": 1.0, "lambda": 0.5, "accuracy": 0.5, "chance": 0.5, "loss_batches": 0}
 
     def __init__(self):
         self.calls = 0

@@ -198,7 +198,7 @@ class Assistant:
         s = self.schedule
         return {"threshold": s.threshold if s.threshold is not None else float("nan"),
                 "lambda": s.lam, "accuracy": s.accuracy, "chance": s.chance,
-                "updates": s.num_batches, "nonfinite": self.nonfinite,
+                "loss_batches": s.num_batches, "nonfinite": self.nonfinite,
                 "unlearnable": self.history.unlearnable if self.history is not None else 0}
 
     def state_dict(self) -> dict:

@@ -92,7 +92,7 @@ class AssistantClient:
             return
         logger.info(f"restored Assistant state: T_k={s['threshold']:.6f} "
                     f"lambda_k={s['lambda']:.6f} accuracy={s['accuracy']:.6f} "
-                    f"after {s['updates']} updates (from {origin})")
+                    f"after {s['loss_batches']} loss batches (from {origin})")
 
     def restart_stream(self) -> None:
         """(Re)start the windows after the last one the Boss took; older ones are dropped."""
