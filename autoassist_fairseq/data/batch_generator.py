@@ -12,10 +12,9 @@ skipped, and padding stays near fairseq's. The last window of a pass batches wha
 and ends the pass; the next pass starts right away, and rejected pairs are candidates again
 there.
 
-Random windows matter: windows of similar length (slices of the length order, until
-generator state version 4) gave a run of about 18 consecutive updates of one length, and
-the Boss then learned less per token than from fairseq's batches, which are shuffled across
-all lengths (docs/results/equal-compute.md).
+Windows are random pairs so that consecutive updates mix lengths as fairseq's shuffled
+batches do: windows of similar length give runs of about 18 updates of one length, from
+which the Boss learned less per token (docs/results/equal-compute.md).
 
 Passes are not the Boss's epochs: an epoch takes a fixed number of batches from the
 stream (see ``batch_stream``), so no skipped pair is ever added back to fill a count.
@@ -93,10 +92,11 @@ class BatchGenerator:
         """Sort *ids* by length, then cut with fairseq's ``batch_by_size``.
 
         The sort key is a pair's cost in a batch, max(source, target) length, then the sum
-        of both: ``batch_by_size`` bounds batches by that cost, and within a pool of a few
-        thousand random pairs fairseq's own order (source length, then target length) left
-        the target lengths of a batch far apart (window 4096 on Multi30k: 130 batches a pass
-        against fairseq's 106; this key: 109).
+        of both: ``batch_by_size`` bounds batches by that cost, so neighbours in this order
+        pad little on either side. In a pool of a few thousand random pairs fairseq's own
+        order (source length, then target length) leaves a batch's target lengths far apart
+        (window 4096 on Multi30k: 130 batches a pass with it, 109 with this key; fairseq's
+        batches of the whole corpus: 106).
         """
         if len(ids) == 0:
             return []
@@ -144,8 +144,9 @@ class BatchGenerator:
         batches fairseq cuts from it but the last one, whose pairs are carried on with the
         next window's, as are the pairs fairseq left out of any batch.
 
-        Carrying the left-out pairs too matters: batched on their own they made a batch of
-        a few pairs in most windows of a pass where any pair was skipped
+        The left-out pairs are carried too, so that every batch but a pass's last is cut
+        from a full pool: batched on their own they would make a batch of a few pairs in
+        most windows of a pass where any pair is skipped
         (``required_batch_size_multiple`` 8, Tatoeba: 1.6% fewer tokens per update after
         77 tokens were skipped, docs/design.md).
         """
