@@ -113,7 +113,7 @@ def skip_figures(assistant, losses, ntok, floor=0.0, ids=None):
         (np.ndarray, np.ndarray, dict): g, P(accept), and the shares of the tokens, of the
         reducible loss and of the raw loss.
     """
-    from .assistant.sampler import accept_probability
+    from .assistant.acceptance import accept_probability
 
     ids = np.arange(len(losses)) if ids is None else np.asarray(ids)
     chunks = [ids[i:i + 16384] for i in range(0, len(ids), 16384)]
@@ -351,7 +351,7 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
 
     from . import compat  # noqa: F401  (torch >= 2.6 loads fairseq checkpoints)
     from .assistant import Assistant
-    from .data.batch_iterator import from_checkpoint
+    from .data.arrays import tensors_to_arrays
     from .features.pair_checks import flagged
 
     torch.set_num_threads(max(1, os.cpu_count() or 1))
@@ -392,9 +392,9 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
         # the task opened (and checked) the features with the train split, and decided on
         # the pair checks as in training
         assistant = Assistant(task.features, task.hparams, task.suspect)
-        assistant.load_state_dict(from_checkpoint(saved["ranks"][0]["assistant"]))
+        assistant.load_state_dict(tensors_to_arrays(saved["ranks"][0]["assistant"]))
         # the random rule's rate is that of the saved generator's data pass
-        assistant.begin_epoch(data_pass(saved, state["extra_state"]["train_iterator"]))
+        assistant.begin_pass(data_pass(saved, state["extra_state"]["train_iterator"]))
         g, accept, shares = skip_figures(assistant, losses, ntok, floor, ids)
         try:
             checks = task.features.pair_checks()  # reported whether or not the run used them

@@ -32,7 +32,7 @@ def assistant_stats(threshold: float, lam: float, accuracy: float, chance: float
     """The Assistant's statistics as they travel with every window and state reply
     (``nonfinite`` is cumulative; ``updates`` counts the loss batches learned)."""
     return {"threshold": threshold, "lambda": lam, "accuracy": accuracy, "chance": chance,
-            "updates": loss_batches, "nonfinite": nonfinite, "unlearnable": unlearnable}
+            "loss_batches": loss_batches, "nonfinite": nonfinite, "unlearnable": unlearnable}
 
 
 def logging_output(stats: dict, logging_output: dict) -> dict:

@@ -80,9 +80,9 @@ def test_learn_rejects_mismatched_lengths(store):
 
 def test_stats_keys(store):
     a = _trained(store, "learnable")
-    assert {"threshold", "lambda", "accuracy", "chance", "updates", "nonfinite",
+    assert {"threshold", "lambda", "accuracy", "chance", "loss_batches", "nonfinite",
             "unlearnable"} <= set(a.stats)
-    assert a.stats["updates"] == 20
+    assert a.stats["loss_batches"] == 20
 
 
 def test_random_rule_follows_the_pass_and_still_learns(store):
@@ -102,7 +102,7 @@ def test_random_rule_follows_the_pass_and_still_learns(store):
     ids = np.arange(600)
     assert np.ptp(paper.accept_probability(ids)) > 0.3
     for epoch, rate in ((1, 1.0), (2, 0.8), (3, 0.5), (7, 0.5)):
-        a.begin_epoch(epoch)
+        a.begin_pass(epoch)
         np.testing.assert_array_equal(a.accept_probability(ids), rate)  # g does not leak
 
 

@@ -24,7 +24,7 @@ def _gen(sizes, **kw):
 
 def _epoch(gen, epoch, accept_fn):
     """The windows of data pass *epoch*, up to the one that ends it."""
-    gen.begin_epoch(epoch)
+    gen.begin_pass(epoch)
     windows = [gen.next_window(accept_fn)]
     while not windows[-1].ends_pass:
         windows.append(gen.next_window(accept_fn))
@@ -55,7 +55,7 @@ def test_rejected_pairs_return_next_epoch(sizes):
     assert 0.4 < len(accepted) / N < 0.6
     assert len(accepted) == len(set(accepted.tolist()))
     assert sum(w.accepted_pairs for w in w1) == len(accepted)
-    assert gen.epoch == 2 and gen.cursor == 0  # the stream went on into the next pass
+    assert gen.data_pass == 2 and gen.cursor == 0  # the stream went on into the next pass
     w2 = _epoch(gen, 2, _all)
     seen = np.concatenate([b for w in w2 for b in w.batches])
     assert set(rejected.tolist()) <= set(seen.tolist())
@@ -71,11 +71,11 @@ def test_order_changes_per_epoch(sizes):
 
 def test_stream_runs_pass_after_pass(sizes):
     gen = _gen(sizes)
-    gen.begin_epoch(1)
+    gen.begin_pass(1)
     passes = {}
     for _ in range(3 * (gen.num_windows + 1)):
         w = gen.next_window(lambda ids: np.full(len(ids), 0.7))
-        passes.setdefault(w.epoch, []).extend(w.batches)
+        passes.setdefault(w.data_pass, []).extend(w.batches)
     assert sorted(passes) == [1, 2, 3]
     for batches in passes.values():  # every pass: each pair at most once
         ids = np.concatenate(batches)
@@ -83,21 +83,21 @@ def test_stream_runs_pass_after_pass(sizes):
 
 
 def test_accept_all_and_generation_from_begin(sizes):
-    from autoassist_fairseq.transport.messages import BeginEpoch
+    from autoassist_fairseq.transport.messages import RestartStream
 
     gen = _gen(sizes)
-    gen.begin(BeginEpoch(3))
+    gen.begin(RestartStream(3))
     state = dict(gen.state_dict(), generation=7)
     other = _gen(sizes)
-    other.begin(BeginEpoch(3, state=state, accept_all=True))
+    other.begin(RestartStream(3, state=state, accept_all=True))
     w = other.next_window(lambda ids: np.zeros(len(ids)))  # accept_all overrides the scores
     assert w.accepted_pairs == w.considered_pairs and w.state_after["generation"] == 7
     assert w.state_after["accept_all"] is True
 
 
-def test_epoch_batch_count_is_what_accept_all_yields(sizes):
+def test_pass_batch_count_is_what_accept_all_yields(sizes):
     gen = _gen(sizes)
-    assert gen.epoch_batch_count(4) == sum(len(w.batches) for w in _epoch(gen, 4, _all))
+    assert gen.pass_batch_count(4) == sum(len(w.batches) for w in _epoch(gen, 4, _all))
 
 
 def test_shards_are_disjoint_and_cover_the_data(sizes):
@@ -112,7 +112,7 @@ def test_shards_are_disjoint_and_cover_the_data(sizes):
 def test_state_dict_round_trip_gives_identical_batches(sizes):
     score = lambda ids: 0.3 + 0.7 * (ids % 7 == 0)  # noqa: E731
     gen = _gen(sizes)
-    gen.begin_epoch(2)
+    gen.begin_pass(2)
     for _ in range(2):
         gen.next_window(score)
     state = gen.state_dict()
@@ -123,7 +123,7 @@ def test_state_dict_round_trip_gives_identical_batches(sizes):
     assert [b.tolist() for w in rest for b in w.batches] == \
         [b.tolist() for w in again for b in w.batches]
     assert [w.weights.tolist() for w in rest] == [w.weights.tolist() for w in again]
-    assert rest[-1].epoch == 3  # crossed into the next pass
+    assert rest[-1].data_pass == 3  # crossed into the next pass
 
 
 def _padding(batches, src, tgt):

@@ -38,14 +38,14 @@ def test_epochs_take_fixed_counts_and_skip_for_good(sizes):
     """Epochs of a fixed count run over pass boundaries: no skipped pair is added back to
     fill an epoch, and within a pass every pair is trained at most once."""
     gen = _gen(sizes)
-    gen.begin_epoch(1)
+    gen.begin_pass(1)
     stream = BatchStream(_gen(sizes))
-    full = gen.epoch_batch_count(1)
+    full = gen.pass_batch_count(1)
     passes = []  # the data pass of every batch taken, in order
 
     def source():
         window = gen.next_window(_score)
-        passes.extend([window.epoch] * len(window.batches))
+        passes.extend([window.data_pass] * len(window.batches))
         return window
 
     trained = {}
@@ -74,7 +74,7 @@ def test_state_at_a_consumed_count_resumes_exactly(sizes, reweight):
     """Batches issued ahead of training (loader workers, buffer thread) go back into the
     saved plan; a stream restored from it continues with exactly the same batches."""
     gen = _gen(sizes)
-    gen.begin_epoch(2)
+    gen.begin_pass(2)
     stream = BatchStream(_gen(sizes), reweight=reweight)
     stream.begin_epoch(offset=4)  # a resumed epoch: 4 batches were trained before
     issued = [stream.next_batch(_source(gen)) for _ in range(40)]
@@ -102,7 +102,7 @@ def test_state_at_a_consumed_count_resumes_exactly(sizes, reweight):
 
 def test_windows_of_an_old_generation_are_dropped(sizes):
     gen = _gen(sizes)
-    gen.begin_epoch(1)
+    gen.begin_pass(1)
     stream = BatchStream(_gen(sizes))
     stream.next_batch(_source(gen))
     stale = gen.next_window(_score)  # made before the restart below
@@ -112,14 +112,17 @@ def test_windows_of_an_old_generation_are_dropped(sizes):
     fresh.load_state_dict(state)
     fresh_windows = [fresh.next_window(_score) for _ in range(3)]
     windows = [stale] + fresh_windows
-    taken_before = stream.taken("considered_pairs")
+    def taken():  # considered pairs of every window taken (batches issued or not)
+        return stream.totals["considered_pairs"] + stream._untold["considered_pairs"]
+
+    taken_before = taken()
     while stream.pending:
         stream.next_batch(lambda: windows.pop(0))
     stream.next_batch(lambda: windows.pop(0))
     # the stale window was dropped, the fresh ones (same pairs, new generation) taken
     used = len(fresh_windows) - len(windows)
     assert all(w is not stale for w in windows) and used >= 1
-    assert stream.taken("considered_pairs") - taken_before == pytest.approx(
+    assert taken() - taken_before == pytest.approx(
         sum(w.considered_pairs for w in fresh_windows[:used]))
     assert stream.gen_state == fresh_windows[used - 1].state_after
 
@@ -133,11 +136,11 @@ def test_each_data_pass_logs_its_own_acceptance_and_resumes_it(sizes, caplog):
     must follow) has its own log line, which a stream resumed mid-pass still gets right."""
     caplog.set_level("INFO", logger="autoassist_fairseq.data.batch_stream")
     gen = _gen(sizes)
-    gen.begin_epoch(1)
+    gen.begin_pass(1)
     windows = []
 
     def source():
-        windows.append(gen.next_window(lambda ids: _score(ids) * (0.5 if gen.epoch > 1 else 1)))
+        windows.append(gen.next_window(lambda ids: _score(ids) * (0.5 if gen.data_pass > 1 else 1)))
         return windows[-1]
 
     stream = BatchStream(_gen(sizes))
@@ -148,7 +151,7 @@ def test_each_data_pass_logs_its_own_acceptance_and_resumes_it(sizes, caplog):
     lines = _pass_lines(caplog)
     assert len(lines) == 2
     for data_pass, line in zip((1, 2), lines):
-        mine = [w for w in windows if w.epoch == data_pass]
+        mine = [w for w in windows if w.data_pass == data_pass]
         tokens = sum(w.accepted_tokens for w in mine) / sum(w.considered_tokens for w in mine)
         pairs = sum(w.accepted_pairs for w in mine) / sum(w.considered_pairs for w in mine)
         assert line == (f"AutoAssist data pass {data_pass} (shard 0): accepted {tokens:.4f} "

@@ -16,7 +16,7 @@ from autoassist_fairseq.assistant import Assistant, AssistantHParams
 from autoassist_fairseq.transport.process import AssistantProcess
 from autoassist_fairseq.data.batch_generator import BatchGenerator
 from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
-from autoassist_fairseq.data.checkpoint import from_checkpoint
+from autoassist_fairseq.data.arrays import tensors_to_arrays
 from autoassist_fairseq.data.schema import VERSION, CheckpointSchemaError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints"
@@ -56,7 +56,7 @@ def _load(name):
 @pytest.mark.parametrize("name", sorted(SHIPPED))
 def test_every_shipped_layout_resumes_with_its_assistant(name, iterators, caplog):
     state = _load(name)
-    saved = from_checkpoint(state["autoassist"])
+    saved = tensors_to_arrays(state["autoassist"])
     itr = iterators()
     with caplog.at_level(logging.INFO):
         itr.load_state_dict(state)
@@ -64,8 +64,9 @@ def test_every_shipped_layout_resumes_with_its_assistant(name, iterators, caplog
     assert epoch.n == saved["offset"] == 6 and len(epoch) == saved["num_batches"]
     rank = saved["ranks"][0]
     restored = itr.client.state()
-    # the Assistant's state goes on where it was saved
-    assert restored["stats"]["updates"] == rank["stats"]["updates"]
+    # the Assistant's state goes on where it was saved (these layouts named its count of
+    # loss batches "updates")
+    assert restored["stats"]["loss_batches"] == rank["stats"]["updates"]
     np.testing.assert_array_equal(restored["assistant"]["model"]["theta"],
                                   rank["assistant"]["model"]["theta"])
     sample = next(epoch)
@@ -122,3 +123,23 @@ def test_theta_round_trips_bit_for_bit(iterators):
     restored = again.client.state()["assistant"]["model"]["theta"]
     assert restored.dtype == np.float64
     assert np.array_equal(restored, theta.numpy())
+
+
+def test_a_v4_state_resumes_with_its_count_of_loss_batches_renamed(iterators, caplog):
+    """Version 4 named the Assistant's count of loss batches ``updates`` in a rank's stats;
+    it loads as version 5 and resumes the saved batch plan."""
+    v4 = copy.deepcopy(_current_state(iterators))
+    saved = v4["autoassist"]
+    saved["version"] = 4
+    stats = saved["ranks"][0]["stats"]
+    stats["updates"] = stats.pop("loss_batches")
+    itr = iterators()
+    itr.load_state_dict(v4)
+    loaded = itr._resume
+    assert loaded["version"] == VERSION
+    assert loaded["ranks"][0]["stats"]["loss_batches"] == stats["updates"] > 0
+    assert "updates" not in loaded["ranks"][0]["stats"]
+    with caplog.at_level(logging.INFO):
+        epoch = itr.next_epoch_itr()
+    assert f"after {stats['updates']} loss batches" in caplog.text
+    assert next(epoch)["id"].tolist() == saved["ranks"][0]["stream"]["pending"][0].tolist()

@@ -41,7 +41,7 @@ def test_curriculum_is_refused():
 def test_an_epoch_counts_the_batches_of_the_pass_it_is_in():
     itr = _iterator()
     asked = []
-    itr.generator.epoch_batch_count = lambda data_pass: asked.append(data_pass) or 10
+    itr.generator.pass_batch_count = lambda data_pass: asked.append(data_pass) or 10
     itr.epoch, itr.stream.gen_state = 3, {"epoch": 2}  # fairseq epoch 3 runs in pass 2
     itr._agree_num_batches()
     assert asked == [2]

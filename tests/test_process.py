@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from autoassist_fairseq.transport.messages import BeginEpoch
+from autoassist_fairseq.transport.messages import RestartStream
 from autoassist_fairseq.transport.process import AssistantDied, AssistantProcess
 from utils import running
 
@@ -23,7 +23,7 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 class Window:
     """Stands in for the generator's window plan: the process only forwards it."""
 
-    epoch: int
+    data_pass: int
     window: int
     payload: np.ndarray
     accept_all: bool = False
@@ -46,16 +46,16 @@ class SlowAssistant:
 
 
 class OneWindowGenerator:
-    epoch = 0
+    data_pass = 0
 
     def begin(self, msg):
-        self.epoch, self.done = msg.epoch, False
+        self.data_pass, self.done = msg.data_pass, False
 
     def next_window(self, accept_fn):
         if self.done:
             return None
         self.done = True
-        return Window(self.epoch, 0, np.arange(3))
+        return Window(self.data_pass, 0, np.arange(3))
 
 
 def _broken():
@@ -70,9 +70,9 @@ def proc():
 
 
 def test_windows_and_state_flow(proc):
-    proc.send(BeginEpoch(1))
+    proc.send(RestartStream(1))
     window = proc.get(timeout=10)
-    assert window.epoch == 1 and window.payload.tolist() == [0, 1, 2]
+    assert window.data_pass == 1 and window.payload.tolist() == [0, 1, 2]
     assert proc.request_state()["assistant"] == {"x": 1}
 
 
@@ -151,7 +151,7 @@ class BigWindowGenerator:
     """Endless windows larger than a pipe's buffer; counts them in *produced* (shared)."""
 
     def __init__(self, produced, hold_pipe=None, size=PAYLOAD):
-        self.produced, self.epoch, self.size = produced, 0, size
+        self.produced, self.data_pass, self.size = produced, 0, size
         if hold_pipe is not None:
             # A process of the Assistant's own that outlives it and keeps the pipe open.
             pid = os.fork()
@@ -165,10 +165,10 @@ class BigWindowGenerator:
             hold_pipe.value = pid
 
     def begin(self, msg):
-        self.epoch, self.window, self.accept_all = msg.epoch, 0, msg.accept_all
+        self.data_pass, self.window, self.accept_all = msg.data_pass, 0, msg.accept_all
 
     def next_window(self, accept_fn):
-        w = Window(self.epoch, self.window, _payload(self.window, self.size), self.accept_all)
+        w = Window(self.data_pass, self.window, _payload(self.window, self.size), self.accept_all)
         self.window += 1
         with self.produced.get_lock():
             self.produced.value += 1
@@ -186,8 +186,8 @@ class QuickAssistant:
             raise ValueError("feature matrix exploded while learning")
         self.learned += len(ids)
 
-    def begin_epoch(self, epoch):
-        self.passes.append(epoch)
+    def begin_pass(self, data_pass):
+        self.passes.append(data_pass)
 
     def accept_probability(self, ids):
         return np.ones(len(ids))
@@ -205,7 +205,7 @@ def _start_big(boss_queue_size=2, hold_pipe=None, size=PAYLOAD):
     proc = AssistantProcess(QuickAssistant, functools.partial(BigWindowGenerator, produced,
                                                               hold_pipe, size),
                             boss_queue_size=boss_queue_size)
-    proc.send(BeginEpoch(1, accept_all=True))
+    proc.send(RestartStream(1, accept_all=True))
     return proc, produced
 
 
@@ -264,7 +264,7 @@ def test_sigkill_mid_message_returns_complete_windows_then_raises(big):
     # Every complete window arrives, in order and intact ...
     assert [w.window for w in windows] == list(range(len(windows)))
     assert all(np.array_equal(w.payload, _payload(w.window)) for w in windows)
-    assert all(w.accept_all for w in windows)  # BeginEpoch reached the generator whole
+    assert all(w.accept_all for w in windows)  # RestartStream reached the generator whole
     # ... at least the Boss's share, and not the two the process still held: the one it
     # was writing when killed, and the next one waiting for room.
     assert 2 <= len(windows) <= made - 2
@@ -322,19 +322,19 @@ def test_assistant_is_told_each_data_pass_once():
         """Two windows per data pass, passes following each other."""
 
         def begin(self, msg):
-            self.epoch, self.window = msg.epoch, 0
+            self.data_pass, self.window = msg.data_pass, 0
 
         def next_window(self, accept_fn):
-            w = Window(self.epoch, self.window, np.arange(1))
+            w = Window(self.data_pass, self.window, np.arange(1))
             self.window += 1
-            self.epoch += self.window % 2 == 0
+            self.data_pass += self.window % 2 == 0
             return w
 
     p = AssistantProcess(QuickAssistant, PassGenerator, boss_queue_size=1)
     try:
-        p.send(BeginEpoch(3))
+        p.send(RestartStream(3))
         windows = [p.get(timeout=10) for _ in range(5)]
-        assert [w.epoch for w in windows] == [3, 3, 4, 4, 5]
+        assert [w.data_pass for w in windows] == [3, 3, 4, 4, 5]
         passes = p.request_state()["assistant"]["passes"]
         assert passes[:3] == [3, 4, 5] and passes == sorted(set(passes))
     finally:
@@ -455,4 +455,4 @@ def test_non_finite_losses_are_dropped_by_the_real_assistant(tmp_path):
     finally:
         p.shutdown()
     assert stats["nonfinite"] == 5
-    assert np.isfinite(stats["threshold"]) and stats["updates"] == 2
+    assert np.isfinite(stats["threshold"]) and stats["loss_batches"] == 2

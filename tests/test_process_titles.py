@@ -15,7 +15,7 @@ N = 400
 
 
 class AcceptAll:
-    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "updates": 0}
+    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "loss_batches": 0}
 
     def accept_probability(self, ids):
         return np.ones(len(ids))

@@ -17,7 +17,7 @@ N = 3000
 class HalfAssistant:
     """Stands in for the Assistant: accepts even ids with probability 1, odd ones 0.5."""
 
-    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "updates": 0}
+    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "loss_batches": 0}
 
     def accept_probability(self, ids):
         return np.where(np.asarray(ids) % 2 == 0, 1.0, 0.5)
@@ -63,7 +63,7 @@ def test_plain_translation_checkpoint_saved_mid_epoch_resumes(caplog):
             itr.load_state_dict({"version": 2, "epoch": 1, "iterations_in_epoch": 10,
                                  "shuffle": True})
         epoch = itr.next_epoch_itr()
-        assert epoch.n == 10 and len(epoch) == itr.generator.epoch_batch_count(1)
+        assert epoch.n == 10 and len(epoch) == itr.generator.pass_batch_count(1)
         assert sum(1 for _ in epoch) == len(epoch) - 10
         assert "rest of the epoch comes from a fresh data pass" in caplog.text
     finally:
@@ -78,7 +78,7 @@ def _pass_one(windows_from, stream, already):
     stream.pending.clear()
     while True:
         window = windows_from()
-        if window.epoch != 1:
+        if window.data_pass != 1:
             return seen
         seen += list(window.batches)
         if window.ends_pass:
@@ -89,7 +89,7 @@ def test_changed_window_mid_pass_goes_on_with_the_same_order():
     """Saved after 5 windows of 500 and resumed with windows of 1500 (the probing case):
     the pass visits every pair exactly once, in the saved pass's order."""
     old = _generator(500)
-    old.begin_epoch(1)
+    old.begin_pass(1)
     stream = BatchStream(_generator(500))
     trained = []
     for _ in range(5):

@@ -20,7 +20,7 @@ def quarter_for_even(ids):
 class EvenSkippingAssistant:
     """Stands in for the Assistant with the fixed acceptance rule above."""
 
-    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "updates": 0}
+    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "loss_batches": 0}
 
     def accept_probability(self, ids):
         return quarter_for_even(ids)
@@ -44,11 +44,11 @@ def _generator():
 
 def test_window_weights_are_inverse_acceptance_of_its_accepted_pairs():
     gen = _generator()
-    gen.begin_epoch(1)
+    gen.begin_pass(1)
     windows = [gen.next_window(quarter_for_even) for _ in range(gen.num_windows + 1)]
     assert windows[-1].ends_pass
     for w in windows[:-1]:
-        accepted = np.concatenate(w.batches + [w.carried])
+        accepted = np.concatenate(w.batches + [w.state_after["carried"]])
         assert sorted(w.weight_ids.tolist()) == sorted(accepted.tolist())
         np.testing.assert_allclose(w.weights, 1 / quarter_for_even(w.weight_ids))
     # the pass's remainders keep the weights of the windows that accepted them

@@ -115,7 +115,7 @@ def _run_stream(store, kind, base, rule, passes=5, seed=1):
     assistant = Assistant(store, hp)
     visits = np.zeros(len(kind), np.int64)
     for epoch in range(1, passes + 1):
-        assistant.begin_epoch(epoch)
+        assistant.begin_pass(epoch)
         for chunk in np.array_split(rng.permutation(len(kind)), len(kind) // 100):
             p = assistant.accept_probability(chunk)
             ids = chunk[rng.random(len(chunk)) < p]

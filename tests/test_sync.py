@@ -55,12 +55,12 @@ def test_sync_runs_repeat_exactly_and_resume_exactly(train_data, tmp_path):
 class _FailingAssistant:
     """Scores odd ids as easy; its third window raises, as a bug in a rule would."""
 
-    stats = {"threshold": 1.0, "lambda": 0.5, "accuracy": 0.5, "chance": 0.5, "updates": 0}
+    stats = {"threshold": 1.0, "lambda": 0.5, "accuracy": 0.5, "chance": 0.5, "loss_batches": 0}
 
     def __init__(self):
         self.calls = 0
 
-    def begin_epoch(self, epoch):
+    def begin_pass(self, data_pass):
         pass
 
     def learn(self, ids, losses):
@@ -83,7 +83,7 @@ def test_sync_fallback_continues_on_uniform_batches_or_stops(fallback):
     stream = BatchStream(gen)
     client = AssistantClient(lambda: LocalSource(gen, _FailingAssistant, lag=0), gen, stream,
                              fallback=fallback)
-    client.start(epoch=1)
+    client.start(first_pass=1)
 
     def train():  # the Boss: take a batch, report its losses
         batch = stream.next_batch(client.next_window)
@@ -96,7 +96,7 @@ def test_sync_fallback_continues_on_uniform_batches_or_stops(fallback):
                 train()
         return
     trained = [train() for _ in range(200)]
-    assert client.uniform and isinstance(client.source, LocalSource)
+    assert client.fell_back and isinstance(client.source, LocalSource)
     seqs = [b.seq for b in trained]
     assert seqs == list(range(len(seqs)))  # no batch lost or repeated at the switch
     # the first two windows skipped odd ids, the uniform ones take them all
@@ -113,7 +113,7 @@ def test_a_loader_thread_in_the_fallback_switch_gets_a_whole_source(monkeypatch)
     gen = BatchGenerator(np.arange(2000), *sizes, max_tokens=600, window_size=300, seed=3)
     stream = BatchStream(gen)
     client = AssistantClient(lambda: LocalSource(gen), gen, stream, fallback="uniform")
-    client.start(epoch=1)
+    client.start(first_pass=1)
     old = client.source
     switching, release = threading.Event(), threading.Event()
     restart = LocalSource.restart
@@ -132,5 +132,5 @@ def test_a_loader_thread_in_the_fallback_switch_gets_a_whole_source(monkeypatch)
     assert client.source is old and len(window.batches) > 0
     release.set()
     switch.join(10)
-    assert client.uniform and client.source is not old
+    assert client.fell_back and client.source is not old
     assert len(client.next_window().batches) > 0

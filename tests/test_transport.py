@@ -32,7 +32,7 @@ class RecordingAssistant:
 
 
 class IdleGenerator:
-    epoch = 0
+    data_pass = 0
 
     def begin(self, msg):
         pass

@@ -9,7 +9,7 @@ from ..features.store import FeatureStore
 from ..metrics import assistant_stats
 from .model import LogisticAssistant
 from .rules import MAX_PATIENCE, RULES, PairHistory, parse_random_rates, pass_rate
-from .sampler import accept_probability
+from .acceptance import accept_probability
 from .schedule import AssistantSchedule
 
 
@@ -111,12 +111,12 @@ class Assistant:
                                        hparams.noise_patience)
         assert hparams.rule != "random" or suspect is None, "the random control skips at random"
         self.suspect = suspect
-        self.epoch = 1
+        self.data_pass = 1
         self.nonfinite = 0
 
-    def begin_epoch(self, epoch: int) -> None:
-        """Enter 1-based data pass *epoch* (the ``random`` rule's rate depends on it)."""
-        self.epoch = int(epoch)
+    def begin_pass(self, data_pass: int) -> None:
+        """Enter 1-based *data_pass* (the ``random`` rule's rate depends on it)."""
+        self.data_pass = int(data_pass)
 
     def utility(self, ids: np.ndarray) -> np.ndarray:
         """g(psi_i | theta) of pairs *ids*."""
@@ -141,7 +141,7 @@ class Assistant:
         """
         rule = self.hparams.rule
         if rule == "random":
-            return np.full(len(ids), pass_rate(self.rates, self.epoch))
+            return np.full(len(ids), pass_rate(self.rates, self.data_pass))
         ids = np.asarray(ids, dtype=np.int64)
         prob = self._rule_probability(ids)
         if self.suspect is not None:
@@ -207,7 +207,7 @@ class Assistant:
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore a state; the pass number is not part of it (``begin_epoch`` sets it).
+        """Restore a state; the pass number is not part of it (``begin_pass`` sets it).
 
         A state saved under another rule loads too: a ``learnable`` or ``noise`` Assistant
         then starts its loss history empty, the other rules ignore a saved history.

@@ -8,11 +8,10 @@ extra forward pass), and only changes P(accept i):
 - ``learnable``: skips pairs already learned *and* pairs that cannot be learned, from each
   pair's own loss history (:class:`PairHistory`); pairs not seen yet follow the paper's g.
 - ``noise``: skips only the pairs ``learnable`` takes for unlearnable and takes every other
-  pair: a noise filter. On noisy Multi30k, leaving out every noisy pair (an oracle) lowered the
-  validation loss at equal tokens by 0.14-0.20, while skipping learned pairs cost on every
-  clean corpus measured; this rule found half of the misaligned and wrong-language pairs
-  there but, marking them late and missing the copies, gained nothing measurable
-  (docs/results/equal-compute.md).
+  pair: a noise filter, which keeps every pair the Boss can still learn from. A pair is
+  marked only after visits whose losses do not fall, so copies (easy for the Boss) are never
+  marked; what it gains, and what an oracle that leaves out every noisy pair gains, is in
+  docs/results/equal-compute.md.
 
 The functions here are pure; :class:`PairHistory` only holds the per-pair arrays.
 """
@@ -56,9 +55,9 @@ def parse_random_rates(text: str) -> Tuple[float, ...]:
     return rates
 
 
-def pass_rate(rates: Sequence[float], epoch: int) -> float:
-    """r_e of 1-based data pass *epoch*; the last rate repeats for later passes."""
-    return float(rates[min(max(int(epoch), 1), len(rates)) - 1])
+def pass_rate(rates: Sequence[float], data_pass: int) -> float:
+    """r_e of 1-based *data_pass*; the last rate repeats for later passes."""
+    return float(rates[min(max(int(data_pass), 1), len(rates)) - 1])
 
 
 def update_high_threshold(high: Optional[float], losses: np.ndarray, quantile: float,

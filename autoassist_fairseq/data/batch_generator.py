@@ -12,10 +12,9 @@ skipped, and padding stays near fairseq's. The last window of a pass batches wha
 and ends the pass; the next pass starts right away, and rejected pairs are candidates again
 there.
 
-Random windows matter: windows of similar length (slices of the length order, until
-generator state version 4) gave a run of about 18 consecutive updates of one length, and
-the Boss then learned less per token than from fairseq's batches, which are shuffled across
-all lengths (docs/results/equal-compute.md).
+Windows are random pairs so that consecutive updates mix lengths as fairseq's shuffled
+batches do: windows of similar length give runs of about 18 updates of one length, from
+which the Boss learned less per token (docs/results/equal-compute.md).
 
 Passes are not the Boss's epochs: an epoch takes a fixed number of batches from the
 stream (see ``batch_stream``), so no skipped pair is ever added back to fill a count.
@@ -26,6 +25,7 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
+from ..assistant.acceptance import draw_accepted
 from .plan import WindowPlan
 
 AcceptFn = Callable[[np.ndarray], np.ndarray]
@@ -65,8 +65,8 @@ class BatchGenerator:
         self.seed, self.shard_id = seed, shard_id
         self.num_windows = max(1, math.ceil(len(self.shard) / window_size))
         self._full_count = None
-        self._epoch_counts = {}
-        self.epoch = 0
+        self._pass_counts = {}
+        self.data_pass = 0
         self.cursor = 0  # windows made in this pass
         self.position = 0  # pairs of this pass's order visited
         self.carry = np.zeros(0, np.int64)
@@ -91,10 +91,11 @@ class BatchGenerator:
         """Sort *ids* by length, then cut with fairseq's ``batch_by_size``.
 
         The sort key is a pair's cost in a batch, max(source, target) length, then the sum
-        of both: ``batch_by_size`` bounds batches by that cost, and within a pool of a few
-        thousand random pairs fairseq's own order (source length, then target length) left
-        the target lengths of a batch far apart (window 4096 on Multi30k: 130 batches a pass
-        against fairseq's 106; this key: 109).
+        of both: ``batch_by_size`` bounds batches by that cost, so neighbours in this order
+        pad little on either side. In a pool of a few thousand random pairs fairseq's own
+        order (source length, then target length) leaves a batch's target lengths far apart
+        (window 4096 on Multi30k: 130 batches a pass with it, 109 with this key; fairseq's
+        batches of the whole corpus: 106).
         """
         if len(ids) == 0:
             return []
@@ -124,26 +125,27 @@ class BatchGenerator:
             self._full_count = len(self.make_batches(self.shard))
         return self._full_count
 
-    def epoch_batch_count(self, epoch: int) -> int:
-        """Batches pass *epoch* would have if every candidate were accepted (a little above
+    def pass_batch_count(self, data_pass: int) -> int:
+        """Batches *data_pass* would have if every candidate were accepted (a little above
         :meth:`full_batch_count`: pools of ``window_size`` pairs pack a little less tightly)."""
-        if epoch not in self._epoch_counts:
-            order, _ = self._order(epoch)
+        if data_pass not in self._pass_counts:
+            order, _ = self._order(data_pass)
             count, carry = 0, np.zeros(0, np.int64)
             for w in range(self.num_windows):
                 batches, carry = self._cut(np.concatenate([carry, self._window_ids(order, w)]))
                 count += len(batches)
             count += len(self.make_batches(carry))
-            self._epoch_counts = {epoch: count}
-        return self._epoch_counts[epoch]
+            self._pass_counts = {data_pass: count}
+        return self._pass_counts[data_pass]
 
     def _cut(self, pool: np.ndarray):
         """(batches, carried pairs) of a pool: once it holds ``window_size`` pairs, the
         batches fairseq cuts from it but the last one, whose pairs are carried on with the
         next window's, as are the pairs fairseq left out of any batch.
 
-        Carrying the left-out pairs too matters: batched on their own they made a batch of
-        a few pairs in most windows of a pass where any pair was skipped
+        The left-out pairs are carried too, so that every batch but a pass's last is cut
+        from a full pool: batched on their own they would make a batch of a few pairs in
+        most windows of a pass where any pair is skipped
         (``required_batch_size_multiple`` 8, Tatoeba: 1.6% fewer tokens per update after
         77 tokens were skipped, docs/design.md).
         """
@@ -154,9 +156,9 @@ class BatchGenerator:
         return batches, ids[sum(len(b) for b in batches):]
 
     # -- passes ----------------------------------------------------------------------
-    def _order(self, epoch: int):
-        """The shard in a random order of pass *epoch*, and the window to start from."""
-        rng = np.random.default_rng([self.seed, epoch, self.shard_id])
+    def _order(self, data_pass: int):
+        """The shard in a random order of *data_pass*, and the window to start from."""
+        rng = np.random.default_rng([self.seed, data_pass, self.shard_id])
         return rng.permutation(self.shard), 0
 
     def _window_ids(self, order, w):
@@ -168,24 +170,24 @@ class BatchGenerator:
         """Whether every pair of this pass's order was a candidate."""
         return self.position >= len(self.shard)
 
-    def begin_epoch(self, epoch: int) -> None:
-        """Start data pass *epoch* (1-based) from its first window."""
-        if epoch < 1:
-            raise ValueError(f"passes are numbered from 1, got {epoch}")
-        self.epoch = epoch
-        self._order_cache = self._order(epoch)
+    def begin_pass(self, data_pass: int) -> None:
+        """Start *data_pass* (1-based) from its first window."""
+        if data_pass < 1:
+            raise ValueError(f"passes are numbered from 1, got {data_pass}")
+        self.data_pass = data_pass
+        self._order_cache = self._order(data_pass)
         self.cursor = 0
         self.position = 0
         self.carry = np.zeros(0, np.int64)  # accepted, not batched yet
         self.carry_weights = np.zeros(0, np.float32)
 
     def begin(self, msg) -> None:
-        """Apply a ``BeginEpoch`` control message: a saved state, or a fresh pass; and
+        """Apply a ``RestartStream`` control message: a saved state, or a fresh pass; and
         whether every candidate is accepted from now on (annealing, uniform fallback)."""
         if msg.state is not None:
             self.load_state_dict(msg.state)
         else:
-            self.begin_epoch(msg.epoch)
+            self.begin_pass(msg.data_pass)
             self.accept_all = False
         self.accept_all = self.accept_all or bool(msg.accept_all)
 
@@ -205,21 +207,21 @@ class BatchGenerator:
             plan = self._regular_window(accept_fn)
         else:
             plan = self._last_window()
-            self.begin_epoch(self.epoch + 1)
+            self.begin_pass(self.data_pass + 1)
         plan.first_seq = self.batches_made
         self.batches_made += len(plan.batches)
         plan.state_after = self.state_dict()
         return plan
 
     def _window_rng(self, window: int) -> np.random.Generator:
-        return np.random.default_rng([self.seed, self.epoch, self.shard_id, window, 1])
+        return np.random.default_rng([self.seed, self.data_pass, self.shard_id, window, 1])
 
     def _regular_window(self, accept_fn: AcceptFn) -> WindowPlan:
         w = self.cursor
         ids = self._order_cache[0][self.position:self.position + self.window_size]
         rng = self._window_rng(w)
         prob = np.asarray(accept_fn(ids), dtype=np.float64)
-        accepted = rng.random(len(ids)) < prob
+        accepted = draw_accepted(prob, rng)
         # Horvitz-Thompson: a pair kept with probability p stands for 1/p of itself
         weight = (1.0 / prob[accepted]).astype(np.float32)
         pool = np.concatenate([self.carry, ids[accepted]])
@@ -232,7 +234,7 @@ class BatchGenerator:
         cost = self.num_tokens(ids).astype(np.float64)
         kept = ids[accepted]
         return WindowPlan(
-            epoch=self.epoch, window=w, batches=batches, carried=self.carry,
+            data_pass=self.data_pass, window=w, batches=batches,
             considered_pairs=len(ids), considered_tokens=self.pair_tokens(ids),
             accepted_pairs=len(kept), accepted_tokens=self.pair_tokens(kept),
             expected_token_rate=float((prob * cost).sum() / max(cost.sum(), 1.0)),
@@ -242,20 +244,21 @@ class BatchGenerator:
         """The pairs still carried, batched (already counted as accepted); ends the pass."""
         batches = self.make_batches(self.carry)
         self._window_rng(self.cursor).shuffle(batches)
-        return WindowPlan(epoch=self.epoch, window=self.cursor, batches=batches,
+        return WindowPlan(data_pass=self.data_pass, window=self.cursor, batches=batches,
                           weight_ids=self.carry, weights=self.carry_weights)
 
     # -- resume ----------------------------------------------------------------------
     def state_dict(self) -> dict:
         """The layout is part of the checkpoint schema (``data/schema.py``), which checks
-        and migrates a saved state before it reaches :meth:`load_state_dict`."""
-        return {"epoch": self.epoch, "next_window": self.cursor, "next_pair": self.position,
+        and migrates a saved state before it reaches :meth:`load_state_dict`; its key
+        ``"epoch"`` holds the data pass (the name checkpoints of every version use)."""
+        return {"epoch": self.data_pass, "next_window": self.cursor, "next_pair": self.position,
                 "window_size": self.window_size, "carried": self.carry.copy(),
                 "carried_weights": self.carry_weights.copy(), "accept_all": self.accept_all,
                 "generation": self.generation, "batches_made": self.batches_made}
 
     def load_state_dict(self, state: dict) -> None:
-        self.begin_epoch(int(state["epoch"]))
+        self.begin_pass(int(state["epoch"]))
         self.cursor = int(state["next_window"])
         self.position = min(int(state["next_pair"]), len(self.shard))
         self.carry = np.asarray(state["carried"], dtype=np.int64)

@@ -25,7 +25,7 @@ from ..proctitle import set_title
 from ..transport.client import AssistantClient
 from .batch_generator import BatchGenerator, weights_of
 from .batch_stream import BatchStream, StreamState, agree_num_batches
-from .checkpoint import from_checkpoint, to_checkpoint
+from .arrays import arrays_to_tensors, tensors_to_arrays
 from .run_points import RunPoints
 from .schema import VERSION, describe_window_change
 from .schema import load as load_schema
@@ -74,7 +74,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.num_workers, self.buffer_size = num_workers, buffer_size
         self.points = points or RunPoints()
         self._last_update = None
-        self.shuffle = True
+        self.shuffle = True  # fairseq's state key; shuffle=False is refused
         self.stream = BatchStream(generator, reweight=reweight)
         self.client = AssistantClient(start_source, generator, self.stream, fallback,
                                       num_shards)
@@ -138,7 +138,6 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         if self.buffer_size > 0:
             itr = BufferedIterator(self.buffer_size, itr)
         self._cur_epoch_itr = CountingIterator(itr, start=offset, total=num_batches)
-        self.shuffle = shuffle
         return self._cur_epoch_itr
 
     def end_of_epoch(self) -> bool:
@@ -209,8 +208,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def _agree_num_batches(self) -> int:
         """Batches in this epoch: the same on every rank, computed from every rank's view."""
         client = self.client
-        rate = 1.0 if (client.uniform or client.annealing) else self.stream.rate.value
-        mine = {"full": self.generator.epoch_batch_count(self._data_pass()), "rate": rate,
+        rate = 1.0 if client.accepts_every_pair else self.stream.rate.value
+        mine = {"full": self.generator.pass_batch_count(self._data_pass()), "rate": rate,
                 "batches": self.batches_done, "failure": client.failure}
         views = self.all_gather(mine)
         if any(v["failure"] for v in views):  # every rank stops together
@@ -303,7 +302,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                    wait_seconds=self.client.wait_seconds)
         delta = {k: v - self._logged.get(k, 0) for k, v in now.items()}
         self._logged = now
-        if not self.client.uniform:
+        if self.client.assistant_learns:
             stats = dict(self.stream.assistant_stats)
             # cumulative in the Assistant: logged as what happened since the last call
             nonfinite = stats.pop("nonfinite", self._logged_nonfinite)
@@ -329,7 +328,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         ranks[self.shard_id] = self._rank_state() if self._cur_epoch_itr is not None else None
         return {
             "version": 2, "epoch": epoch, "iterations_in_epoch": offset, "shuffle": self.shuffle,
-            "autoassist": to_checkpoint({
+            "autoassist": arrays_to_tensors({
                 "version": VERSION, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
                 "num_batches": None if finished else self._num_batches, "ranks": ranks,
                 "totals": self.stream.totals_at(self.iterations_in_epoch),
@@ -354,7 +353,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                             "run): starting a new Assistant and batch plan")
             saved = {"epoch": self.epoch, "offset": offset, "num_batches": None, "ranks": None}
         else:
-            saved = load_schema(from_checkpoint(state_dict["autoassist"]), self.generator)
+            saved = load_schema(tensors_to_arrays(state_dict["autoassist"]), self.generator)
         self._resume = saved
         self._cur_epoch_itr = None
 

@@ -166,7 +166,7 @@ class BatchStream:
         if window.stats:
             self.assistant_stats = window.stats
         if window.ends_pass:
-            self._log_pass(window.epoch)
+            self._log_pass(window.data_pass)
 
     def _log_pass(self, data_pass: int) -> None:
         """One line per data pass: what share of it the Assistant accepted. A fairseq epoch
@@ -178,10 +178,6 @@ class BatchStream:
                     f"its tokens, {_share(c['accepted_pairs'], c['considered_pairs']):.4f} of "
                     f"its pairs")
         self.pass_counts = dict.fromkeys(COUNTERS, 0.0)
-
-    def taken(self, key: str) -> float:
-        """A counter over every window taken so far (issued or not)."""
-        return self.totals[key] + self._untold[key]
 
     def _count_issue(self) -> dict:
         """Credit a window's counts to its batches as they are issued, so that every logging
@@ -233,14 +229,15 @@ class BatchStream:
             Batch(np.asarray(ids, np.int64), None if w is None else np.asarray(w, np.float32),
                   first + k)
             for k, (ids, w) in enumerate(zip(state.pending, weights)))
-        if state.rate is not None:  # checkpoints before this field: estimated afresh
+        # a field left None was not saved (schema version 3 grew them one by one)
+        if state.rate is not None:  # else: estimated afresh from the windows taken
             self.rate.recent = deque((float(a), float(t)) for a, t in state.rate)
-        if state.totals is not None:  # checkpoints before these fields: the run's totals
+        if state.totals is not None:  # else: the run's totals, restored by the iterator
             self.totals = {k: float(state.totals.get(k, 0.0)) for k in COUNTERS}
             self._untold = {k: float(state.untold.get(k, 0.0)) for k in COUNTERS}
             self._untold_batches = int(state.untold_batches)
-        if state.pass_counts is not None:  # checkpoints before this field: the pass's
-            # first line after the resume counts only the windows from there
+        if state.pass_counts is not None:  # else: the pass's first line after the
+            # resume counts only the windows from there
             self.pass_counts = {k: float(state.pass_counts.get(k, 0.0)) for k in COUNTERS}
 
 

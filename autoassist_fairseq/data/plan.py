@@ -16,16 +16,16 @@ class WindowPlan:
 
     Windows ``0 .. num_windows - 1`` of a pass hold candidates; window ``num_windows``
     batches the pairs still carried, and ends the pass. ``weight_ids`` (the pairs of
-    ``batches`` and ``carried``) have importance weights ``weights`` = 1 / P(accept) in the
-    window that accepted them, for ``--assistant-reweight``.
+    ``batches`` and those carried on, ``state_after["carried"]``) have importance weights
+    ``weights`` = 1 / P(accept) in the window that accepted them, for
+    ``--assistant-reweight``.
     ``state_after`` is the generator's state once this window is made: the Boss keeps
     that of the last window it took, which is exactly where a resumed run must go on.
     """
 
-    epoch: int  # the data pass, 1-based
+    data_pass: int  # 1-based
     window: int
     batches: List[np.ndarray]
-    carried: np.ndarray = field(default_factory=_no_ids)  # accepted, batched later
     considered_pairs: int = 0
     considered_tokens: int = 0
     accepted_pairs: int = 0
@@ -39,4 +39,4 @@ class WindowPlan:
 
     @property
     def ends_pass(self) -> bool:
-        return self.state_after is not None and self.state_after["epoch"] != self.epoch
+        return self.state_after is not None and self.state_after["epoch"] != self.data_pass

@@ -20,11 +20,15 @@ replaced by a fresh Assistant. Versions:
   ``untold``, ``untold_batches``; ``pass_counts``), and its generator state had its own
   version: 3 (windows were slices of the length order; migrates at the start of a pass
   only) or 4 (windows of random pairs);
-- 4: this layout: the generator state also holds ``next_pair`` and ``window_size``, so a
-  pass resumed with another ``--assistant-window`` goes on with the same order, and
-  ``batches_made`` (added inside version 3 too), the run-wide number of the next batch.
-  The Assistant's state of an ``--assistant-sync`` run also holds ``held_losses``, the
-  losses it received but had not learned yet, which a resumed run learns first.
+- 4: the generator state also holds ``next_pair`` and ``window_size``, so a pass resumed
+  with another ``--assistant-window`` goes on with the same order, and ``batches_made``
+  (added inside version 3 too), the run-wide number of the next batch. The Assistant's
+  state of an ``--assistant-sync`` run also holds ``held_losses``, the losses it received
+  but had not learned yet, which a resumed run learns first;
+- 5: this layout: a rank's ``stats`` count the loss batches the Assistant learned from as
+  ``loss_batches`` (``updates`` before; the stats are a record, not read to resume).
+
+The generator state's ``"epoch"`` is the data pass (its name in every version).
 """
 
 import logging
@@ -34,7 +38,7 @@ from ..metrics import COUNTERS
 
 logger = logging.getLogger(__name__)
 
-VERSION = 4
+VERSION = 5
 
 TOP_KEYS = {"version", "world_size", "epoch", "offset", "num_batches", "ranks", "totals",
             "wait_seconds", "batches_done"}
@@ -70,14 +74,19 @@ def load(saved: dict, generator) -> dict:
         saved = _from_v1(saved)
     elif version == 3:
         saved = _from_v3(saved, generator)
+    elif version == 4:
+        saved = dict(saved, version=VERSION)
     elif version != VERSION:
         newer = isinstance(version, int) and version > VERSION
         raise CheckpointSchemaError(
             f"the checkpoint's AutoAssist state has schema version {version!r}; this "
-            f"autoassist-fairseq reads versions 1, 3 and {VERSION}"
+            f"autoassist-fairseq reads versions 1, 3, 4 and {VERSION}"
             + (" (the checkpoint is from a newer release: upgrade autoassist-fairseq)"
                if newer else "") + f"; {_RESET}")
     _check(saved)
+    if version != VERSION:
+        saved["ranks"] = [_stats_from_v4(e) for e in saved["ranks"]] \
+            if saved["ranks"] is not None else None
     return saved
 
 
@@ -129,6 +138,16 @@ def _from_v1(saved: dict) -> dict:
             "totals": {k: v for k, v in (saved.get("totals") or {}).items() if k in COUNTERS},
             "wait_seconds": float((saved.get("totals") or {}).get("wait_seconds", 0.0)),
             "batches_done": saved.get("batches_done", 0)}
+
+
+def _stats_from_v4(entry: Optional[dict]) -> Optional[dict]:
+    """Versions 1 to 4 named the Assistant's count of loss batches ``updates``."""
+    stats = (entry or {}).get("stats")
+    if stats is None or "updates" not in stats:
+        return entry
+    stats = dict(stats)
+    stats["loss_batches"] = stats.pop("updates")
+    return dict(entry, stats=stats)
 
 
 def _from_v3(saved: dict, generator) -> dict:

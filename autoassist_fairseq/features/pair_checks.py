@@ -87,7 +87,8 @@ DIGITS_SHARE = 0.5
 DIGITS_ONE_SIDE = 4
 # The checks, by name (PairCheckSettings.checks).
 CHECKS = ("language", "unrelated", "digits")
-# the header's count of each check's flags (older names kept)
+# the header's key for a check's count of flags where it differs from the check's name: the
+# key that feature files already hold
 _COUNT_KEYS = {"language": "wrong_language"}
 # Columns of the pair-checks array (pairs x 7).
 COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_p_value",

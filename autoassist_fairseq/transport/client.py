@@ -16,7 +16,6 @@ import threading
 import time
 from typing import Callable, List, Optional, Union
 
-from .messages import BeginEpoch, LoadState
 from .process import AssistantDied, AssistantProcess
 from ..data.batch_generator import BatchGenerator
 from ..data.batch_stream import BatchStream
@@ -52,7 +51,7 @@ class AssistantClient:
         self.fallback = fallback
         self.num_shards = num_shards
         self.source: Optional[Union[AssistantProcess, LocalSource]] = None
-        self.uniform = False  # True once we fell back to uniform batches
+        self.fell_back = False  # True once the windows are uniform after a failure
         self.annealing = False
         self.failure: Optional[str] = None  # a failure every rank must stop on
         self.wait_seconds = 0.0  # the Boss's wait for windows
@@ -64,39 +63,36 @@ class AssistantClient:
         return self.source is not None
 
     @property
-    def process(self) -> Optional[AssistantProcess]:
-        """The Assistant process, when the windows come from one."""
-        return self.source if isinstance(self.source, AssistantProcess) else None
+    def assistant_learns(self) -> bool:
+        """Whether an Assistant scores the windows (False after the uniform fallback)."""
+        return self.source is None or self.source.learns
 
-    def start(self, epoch: int, assistant_state: Optional[dict] = None,
+    @property
+    def accepts_every_pair(self) -> bool:
+        """Annealing, or the uniform fallback: no pair is left out."""
+        return self.annealing or not self.assistant_learns
+
+    def start(self, first_pass: int, assistant_state: Optional[dict] = None,
               source: str = "the checkpoint") -> None:
         """Start the source, give it *assistant_state*, and start its stream of windows
-        where the Boss's stream stands (a fresh run: at data pass *epoch*)."""
+        where the Boss's stream stands (a fresh run: at data pass *first_pass*)."""
         self.source = self.start_source()
         if assistant_state is not None:
             self._load(assistant_state, source)
         if self.stream.gen_state is None:
-            self.generator.begin_epoch(epoch)
+            self.generator.begin_pass(first_pass)
         self.restart_stream()
 
     def _load(self, state: dict, origin: str) -> None:
         try:
-            if isinstance(self.source, LocalSource):
-                self.source.load(state)
-                s = self.source.stats()
-            else:
-                state = dict(state)
-                held = state.pop("held_losses", None) or []
-                self.source.send(LoadState(state))
-                for _, ids, losses in held:  # saved by --assistant-sync: learn them now
-                    self.source.send_losses(ids, losses)
-                s = self.source.request_state()["stats"]  # as the process now holds it
+            self.source.load(state)
+            s = self.source.state()["stats"]  # as the source now holds it
         except AssistantDied as err:
             self._on_failure(err)
             return
         logger.info(f"restored Assistant state: T_k={s['threshold']:.6f} "
                     f"lambda_k={s['lambda']:.6f} accuracy={s['accuracy']:.6f} "
-                    f"after {s['updates']} updates (from {origin})")
+                    f"after {s['loss_batches']} loss batches (from {origin})")
 
     def restart_stream(self) -> None:
         """(Re)start the windows after the last one the Boss took; older ones are dropped."""
@@ -104,11 +100,8 @@ class AssistantClient:
 
     def _restart(self, source) -> None:
         state = self.stream.restart()
-        if isinstance(source, LocalSource):
-            source.restart(state, self.annealing, reported_before=self.stream.next_seq)
-            return
         try:
-            source.send(BeginEpoch(int(state["epoch"]), state, self.annealing))
+            source.restart(state, self.annealing, reported_before=self.stream.next_seq)
         except AssistantDied as err:
             self._on_failure(err)
 
@@ -128,9 +121,7 @@ class AssistantClient:
             while True:
                 source = self.source  # read once: a fallback replaces it whole
                 try:
-                    if isinstance(source, LocalSource):
-                        return source.next_window()
-                    return source.get()
+                    return source.next_window()
                 except AssistantDied as err:
                     self._on_failure(err)
         finally:
@@ -140,11 +131,11 @@ class AssistantClient:
         """Called at every training step: a dead Assistant is noticed within a second, even
         while the Boss still trains on windows it received before the death."""
         now = time.monotonic()
-        if self.process is None or now < self._next_check:
+        if self.source is None or now < self._next_check:
             return
         self._next_check = now + LIVENESS_INTERVAL
         try:
-            self.process.check_alive()
+            self.source.check()
         except AssistantDied as err:
             self._on_failure(err)
 
@@ -152,22 +143,17 @@ class AssistantClient:
         """``{"assistant": state, "stats": {...}}`` of the source (None values once the
         Assistant is gone)."""
         source = self.source
-        if isinstance(source, LocalSource):
-            return source.state()
         if source is not None:
             try:
-                return source.request_state()
+                return source.state()
             except AssistantDied as err:
                 self._on_failure(err)
         return {"assistant": None, "stats": None}
 
     def send_losses(self, ids, losses, seq: int) -> None:
         """Per-sentence losses of trained batch *seq* (never blocks)."""
-        source = self.source
-        if isinstance(source, LocalSource):
-            source.send_losses(ids, losses, seq)
-        elif source is not None:
-            source.send_losses(ids, losses)
+        if self.source is not None:
+            self.source.send_losses(ids, losses, seq)
 
     @property
     def dropped_losses(self) -> int:
@@ -178,7 +164,7 @@ class AssistantClient:
         """Fall back to uniform batches; with ``--assistant-fallback error`` also stop the
         run: at once on one worker, at the next update on every rank of many."""
         with self._failure_lock:
-            if self.uniform:
+            if self.fell_back:
                 return
             if self.fallback != "uniform" and self.num_shards == 1:
                 raise AssistantDied(f"{err}\n{_capitalised(FALLBACK_HINT)}") from None
@@ -191,7 +177,7 @@ class AssistantClient:
             failed, uniform = self.source, LocalSource(self.generator)
             # ready before it is published: a loader thread sees the old source or this one
             self._restart(uniform)
-            self.source, self.uniform = uniform, True
+            self.source, self.fell_back = uniform, True
             if failed is not None:
                 failed.shutdown()
 

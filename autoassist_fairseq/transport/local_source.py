@@ -78,6 +78,11 @@ class LocalSource:
 
     dropped_losses = 0  # nothing is ever dropped
 
+    @property
+    def learns(self) -> bool:
+        """Whether an Assistant scores the windows (not the uniform fallback)."""
+        return self.assistant is not None
+
     # -- Boss -> source ------------------------------------------------------------------
     def restart(self, gen_state: dict, accept_all: bool, reported_before: int) -> None:
         """Go on from *gen_state* (windows made since are dropped by the Boss). Every batch
@@ -122,9 +127,9 @@ class LocalSource:
             self._wait_for(due)
             try:
                 self._learn_below(due)
-                if gen.epoch != self._announced:
-                    self._announced = gen.epoch
-                    self.assistant.begin_epoch(gen.epoch)
+                if gen.data_pass != self._announced:
+                    self._announced = gen.data_pass
+                    self.assistant.begin_pass(gen.data_pass)
                 plan = gen.next_window(self.assistant.accept_probability)
             except Exception:
                 raise AssistantDied("the Assistant failed (in the Boss's process, "

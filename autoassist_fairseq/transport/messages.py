@@ -42,18 +42,19 @@ class LossMsg:
 
 
 @dataclass
-class BeginEpoch:
-    """Start producing the windows of *epoch*.
+class RestartStream:
+    """(Re)start the stream of windows: from a generator state, or at a data pass.
+
+    Windows made before it are dropped by the Boss (their ``generation`` is older).
 
     Args:
-        epoch (int): the fairseq epoch the Boss is starting.
-        state (dict, optional): batch generator state to resume from; None starts the
-            epoch fresh (default: None).
-        accept_all (bool, optional): produce the epoch without leaving any pair out
-            (default: False).
+        data_pass (int): the 1-based data pass to start when *state* is None.
+        state (dict, optional): batch generator state to go on from (default: None).
+        accept_all (bool, optional): leave no pair out from here on (annealing, the
+            uniform fallback) (default: False).
     """
 
-    epoch: int
+    data_pass: int
     state: Optional[dict] = None
     accept_all: bool = False
 

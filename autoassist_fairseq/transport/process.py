@@ -37,7 +37,7 @@ import weakref
 from . import worker
 from .channel import Sender, SenderClosed
 from .messages import (DRAIN_GRACE, JOIN_TIMEOUT, POLL_INTERVAL, REPLY_TIMEOUT, STOP,
-                       AssistantError, LossMsg, StateRequest)
+                       AssistantError, RestartStream, LoadState, LossMsg, StateRequest)
 
 logger = logging.getLogger(__name__)
 
@@ -101,9 +101,12 @@ class AssistantProcess:
                                            self._stop_readers, self._errors)
         _live.add(self)
 
+    learns = True  # a source of windows with an Assistant (see LocalSource)
+
     # -- Boss -> Assistant ------------------------------------------------------------
-    def send_losses(self, ids, losses) -> None:
-        """Never blocks: when ``loss_queue_size`` loss messages wait, the oldest is dropped."""
+    def send_losses(self, ids, losses, seq=None) -> None:
+        """Never blocks: when ``loss_queue_size`` loss messages wait, the oldest is dropped.
+        (*seq*, the batch's number, matters to :class:`~.local_source.LocalSource` only.)"""
         try:
             self._sender.put(LossMsg(ids, losses), droppable=True)
         except SenderClosed:  # the process is gone; the next check says so
@@ -123,13 +126,32 @@ class AssistantProcess:
             self.check_alive()
             raise AssistantDied("the pipe to the Assistant process broke") from None
 
+    def restart(self, gen_state: dict, accept_all: bool, reported_before=None) -> None:
+        """Make windows from *gen_state* on (the Boss drops those made before)."""
+        self.send(RestartStream(int(gen_state["epoch"]), gen_state, accept_all))
+
+    def load(self, state: dict) -> None:
+        """An Assistant state, from this process or from :class:`~.local_source.LocalSource`,
+        whose held losses (received, not learned) the Assistant learns now."""
+        state = dict(state)
+        held = state.pop("held_losses", None) or []
+        self.send(LoadState(state))
+        for _, ids, losses in held:
+            self.send_losses(ids, losses)
+
     # -- Assistant -> Boss ------------------------------------------------------------
+    def next_window(self):
+        return self.get()
+
     def get(self, timeout=REPLY_TIMEOUT):
         """The next window, raising :class:`AssistantDied` if the process dies (within
         about ``POLL_INTERVAL`` + ``DRAIN_GRACE``) or nothing arrives within *timeout*
         seconds. Complete windows that arrived before the process died are returned
         first."""
         return self._wait(self._windows, self._window_reader, timeout)
+
+    def state(self) -> dict:
+        return self.request_state()
 
     def request_state(self) -> dict:
         """The Assistant's state after every loss sent so far that was not dropped (they
@@ -182,6 +204,8 @@ class AssistantProcess:
         if self._errors:
             raise AssistantDied(self._errors[0])
         raise AssistantDied(f"the Assistant process died: {_exit_cause(self.proc.exitcode)}")
+
+    check = check_alive
 
     # -- ending -----------------------------------------------------------------------
     def shutdown(self) -> None:

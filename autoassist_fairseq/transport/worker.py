@@ -18,7 +18,7 @@ from threadpoolctl import threadpool_limits
 from ..proctitle import set_title
 from .channel import Sender
 from .messages import (JOIN_TIMEOUT, POLL_INTERVAL, STOP, WINDOWS_IN_FLIGHT, AssistantError,
-                       BeginEpoch, LoadState, LossMsg, StateRequest)
+                       RestartStream, LoadState, LossMsg, StateRequest)
 
 # Messages read between two attempts to hand a window to the Boss.
 _MAX_MSGS_PER_TURN = 64
@@ -71,7 +71,7 @@ def _loop(assistant, generator, inbox, windows, replies, stop_event, parent_pid,
     sent = 0  # windows handed to the sender; at most WINDOWS_IN_FLIGHT not received yet
     # The data pass last announced to the Assistant, so that a rule can use per-pass
     # settings; one fairseq epoch may span passes, so it follows the generator.
-    begin_pass = getattr(assistant, "begin_epoch", None)
+    begin_pass = getattr(assistant, "begin_pass", None)
     announced = None
     while not stop_event.is_set() and os.getppid() == parent_pid:
         # 1. the Boss's messages, in the order sent
@@ -84,8 +84,8 @@ def _loop(assistant, generator, inbox, windows, replies, stop_event, parent_pid,
             _handle(msg, assistant, generator, replies, counters, state)
         # 2. produce the next window with the current state, and hand it over
         if state["producing"] and state["pending"] is None:
-            if begin_pass is not None and generator.epoch != announced:
-                announced = generator.epoch
+            if begin_pass is not None and generator.data_pass != announced:
+                announced = generator.data_pass
                 begin_pass(announced)
             pending = generator.next_window(assistant.accept_probability)
             if pending is None:
@@ -107,7 +107,7 @@ def _handle(msg, assistant, generator, replies, counters, state):
         if len(msg.ids):
             assistant.learn(msg.ids, msg.losses)
         counters["loss_msgs"] += 1
-    elif isinstance(msg, BeginEpoch):
+    elif isinstance(msg, RestartStream):
         generator.begin(msg)
         state["producing"], state["pending"] = True, None
     elif isinstance(msg, StateRequest):

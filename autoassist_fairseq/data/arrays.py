@@ -1,4 +1,4 @@
-"""The iterator's checkpoint state in a form fairseq checkpoints can hold.
+"""numpy <-> torch for the iterator's state, so that fairseq checkpoints can hold it.
 
 fairseq checkpoints are read with torch's weights-only unpickler (torch >= 2.6), which
 refuses numpy objects: arrays travel as tensors and numpy scalars as Python numbers.
@@ -8,12 +8,12 @@ import numpy as np
 import torch
 
 
-def to_checkpoint(obj):
+def arrays_to_tensors(obj):
     """numpy arrays -> torch tensors, numpy scalars -> Python numbers, recursively."""
     if isinstance(obj, dict):
-        return {k: to_checkpoint(v) for k, v in obj.items()}
+        return {k: arrays_to_tensors(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_checkpoint(v) for v in obj]
+        return [arrays_to_tensors(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return torch.from_numpy(np.ascontiguousarray(obj))
     if isinstance(obj, np.generic):
@@ -21,12 +21,12 @@ def to_checkpoint(obj):
     return obj
 
 
-def from_checkpoint(obj):
-    """The inverse of :func:`to_checkpoint`."""
+def tensors_to_arrays(obj):
+    """The inverse of :func:`arrays_to_tensors`."""
     if isinstance(obj, dict):
-        return {k: from_checkpoint(v) for k, v in obj.items()}
+        return {k: tensors_to_arrays(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [from_checkpoint(v) for v in obj]
+        return [tensors_to_arrays(v) for v in obj]
     if isinstance(obj, torch.Tensor):
         return obj.numpy()
     return obj

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from autoassist_fairseq.assistant import AssistantHParams
-from autoassist_fairseq.assistant.sampler import accept_mask, accept_probability
+from autoassist_fairseq.assistant.acceptance import accept_probability, draw_accepted
 from autoassist_fairseq.assistant.schedule import AssistantSchedule
 
 
@@ -22,7 +22,7 @@ def test_schedule_caps_lambda_at_lambda_max():
     g = np.zeros(10000)  # the Assistant calls every pair easy
     p = accept_probability(g, s.lam)
     assert p.min() == pytest.approx(0.4)
-    rate = accept_mask(g, s.lam, np.random.default_rng(0)).mean()
+    rate = draw_accepted(p, np.random.default_rng(0)).mean()
     assert rate == pytest.approx(0.4, abs=0.02)
 
 
