@@ -394,7 +394,7 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
         assistant = Assistant(task.features, task.hparams)
         assistant.load_state_dict(tensors_to_arrays(saved["ranks"][0]["assistant"]))
         # the random rule's rate is that of the saved generator's data pass
-        assistant.begin_epoch(data_pass(saved, state["extra_state"]["train_iterator"]))
+        assistant.begin_pass(data_pass(saved, state["extra_state"]["train_iterator"]))
         g, accept, shares = skip_figures(assistant, losses, ntok, floor, ids)
         try:
             checks = task.features.pair_checks()  # reported whether or not the run used them
