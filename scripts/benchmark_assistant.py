@@ -178,7 +178,7 @@ def measure(args, workdir):
 
     gen = BatchGenerator(np.arange(args.pairs), lengths[0], lengths[1], max_tokens=4096,
                          window_size=4096)
-    gen.begin_epoch(1)
+    gen.begin_pass(1)
     t, n_batches = time.perf_counter(), 0
     while True:  # one data pass
         window = gen.next_window(assistant.accept_probability)

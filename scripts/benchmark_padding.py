@@ -61,7 +61,7 @@ def main():
         for w in args.windows:
             gen = BatchGenerator(np.arange(len(src)), src, tgt, max_tokens=args.max_tokens,
                                  window_size=w)
-            gen.begin_epoch(1)
+            gen.begin_pass(1)
             batches = []
             while True:  # one data pass
                 plan = gen.next_window(lambda ids: keep[ids].astype(np.float64))

@@ -16,10 +16,10 @@ import threading
 import time
 from typing import Callable, List, Optional, Union
 
-from .process import AssistantDied, AssistantProcess
 from ..data.batch_generator import BatchGenerator
 from ..data.batch_stream import BatchStream
 from .local_source import LocalSource
+from .process import AssistantDied, AssistantProcess
 
 logger = logging.getLogger(__name__)
 

@@ -31,8 +31,8 @@ from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
-from .process import AssistantDied
 from ..data.batch_generator import BatchGenerator
+from .process import AssistantDied
 
 # How long a window may wait for the losses it must learn from first (seconds).
 LOSS_TIMEOUT = 300.0
@@ -174,7 +174,7 @@ class LocalSource:
             state["held_losses"] = [(s, i.copy(), v.copy()) for s, i, v in self._held]
             return {"assistant": state, "stats": self.stats()}
 
-    # -- the AssistantProcess interface ----------------------------------------------------
+    # -- the rest of the source interface (as AssistantProcess) ----------------------------
     def check(self) -> None:
         """Nothing runs apart: a failure raises where the window is made."""
 

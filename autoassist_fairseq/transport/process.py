@@ -140,18 +140,12 @@ class AssistantProcess:
             self.send_losses(ids, losses)
 
     # -- Assistant -> Boss ------------------------------------------------------------
-    def next_window(self):
-        return self.get()
-
     def get(self, timeout=REPLY_TIMEOUT):
         """The next window, raising :class:`AssistantDied` if the process dies (within
         about ``POLL_INTERVAL`` + ``DRAIN_GRACE``) or nothing arrives within *timeout*
         seconds. Complete windows that arrived before the process died are returned
         first."""
         return self._wait(self._windows, self._window_reader, timeout)
-
-    def state(self) -> dict:
-        return self.request_state()
 
     def request_state(self) -> dict:
         """The Assistant's state after every loss sent so far that was not dropped (they
@@ -205,7 +199,8 @@ class AssistantProcess:
             raise AssistantDied(self._errors[0])
         raise AssistantDied(f"the Assistant process died: {_exit_cause(self.proc.exitcode)}")
 
-    check = check_alive
+    # the names of the source interface that LocalSource shares
+    next_window, state, check = get, request_state, check_alive
 
     # -- ending -----------------------------------------------------------------------
     def shutdown(self) -> None:
