@@ -65,7 +65,7 @@ def test_sharded_data_keeps_the_assistant(train_data, tmp_path):
     shutil.copytree(train_data, shard)
     proc = run(train_args(f"{train_data}:{shard}", tmp_path / "ck", extra=["--max-epoch", "2"]))
     out = proc.stdout + proc.stderr
-    m = re.search(r"restored Assistant state: .* after (\d+) updates \(from the previous data "
+    m = re.search(r"restored Assistant state: .* after (\d+) loss batches \(from the previous data "
                   r"shard\)", out)
     assert m and int(m.group(1)) > 0, out[-3000:]
     assert "epoch 002" in out and "done training" in out
