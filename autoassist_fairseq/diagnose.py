@@ -43,7 +43,7 @@ loss at epoch 12, 52% at epoch 30 there): the bound now applies to the reducible
 where the same 1.27 keeps its meaning at every point of training (docs/benchmarks.md,
 "Can skipping pay here?"; the earlier diagnoses on this scale: docs/results/converged/).
 
-With ``--noise-labels`` (a labels file of scripts/add_noise.py, one line per raw training
+With ``--noise-labels`` (a labels file of research/add_noise.py, one line per raw training
 pair) and DATA/train.kept-lines (prepare-corpus.sh), it adds the share of noise among the
 tokens the Assistant would skip and would train. Loss-based skipping keeps noisy pairs
 (their loss stays high): a verdict of ``pays`` then comes with a warning when the trained
@@ -548,9 +548,9 @@ def parse_cli(argv=None):
     p.add_argument("--losses-out", default=None,
                    help="also save each pair's loss, target tokens and the loss floor (numpy "
                         ".npz; several checkpoints: the checkpoint's name before .npz), e.g. "
-                        "to replay the Assistant offline with scripts/replay_assistant.py")
+                        "to replay the Assistant offline with research/replay_assistant.py")
     p.add_argument("--noise-labels", default=None,
-                   help="labels of the raw training pairs (scripts/add_noise.py): adds the "
+                   help="labels of the raw training pairs (research/add_noise.py): adds the "
                         "noise share of the skipped and trained tokens; needs "
                         "DATA/train.kept-lines")
     p.add_argument("--reference-share", type=float, default=REFERENCE_SHARE,

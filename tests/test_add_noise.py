@@ -1,4 +1,4 @@
-"""scripts/add_noise.py: seeded, exact shares, labels that say what was done, clear errors."""
+"""research/add_noise.py: seeded, exact shares, labels that say what was done, clear errors."""
 
 import json
 import subprocess

@@ -1,4 +1,4 @@
-"""scripts/benchmark.py: baseline vs AutoAssist on a tiny corpus, and its target/ratio logic."""
+"""research/bench: baseline vs AutoAssist on a tiny corpus, and its target/ratio logic."""
 
 import json
 import math

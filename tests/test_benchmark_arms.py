@@ -1,4 +1,4 @@
-"""scripts/benchmark.py's --arm (a further AutoAssist arm, here annealing by updates) and
+"""research/bench's --arm (a further AutoAssist arm, here annealing by updates) and
 --noise-labels (the noise share of what each arm skips), on the tiny corpus in 20 updates."""
 
 import json

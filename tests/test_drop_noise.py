@@ -1,4 +1,4 @@
-"""scripts/drop_noise.py and scripts/compare_results.py: the noise-filter oracle's corpus and
+"""research/drop_noise.py and research/compare_results.py: the noise-filter oracle's corpus and
 its comparison against another benchmark's baseline."""
 
 import json

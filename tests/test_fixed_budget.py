@@ -1,4 +1,4 @@
-"""scripts/fixed_budget.py and fixed_budget_report.py: the arms' flags (a schedule that
+"""research/fixed_budget.py and fixed_budget_report.py: the arms' flags (a schedule that
 decays to zero at each arm's own budget), the summary merge, the matching budget share,
 the converged budget, and a resumable run of three arms on a tiny corpus."""
 

@@ -202,7 +202,7 @@ def main(argv=None):
     plan = plan_from_args(a)
     seeds = a.seed or [int(get_flag(plan.tokens + plan.extra, "--seed", default=1))]
     note = (f", --budget-tokens {a.budget_tokens:g} as --max-update" if a.budget_tokens else "")
-    command = [sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv))
+    command = ["python", "-m", "research.bench"] + (sys.argv[1:] if argv is None else list(argv))
     return run_plan(plan, seeds, command, note)
 
 
