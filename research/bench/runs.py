@@ -182,16 +182,17 @@ def other_cpu_share(path):
 
 
 def diagnose_run(data, ckpt_dir, labels):
-    """autoassist-diagnose of a run's checkpoint_last.pt with noise labels (cached in
-    OUT/<run>/diagnosis.json while newer than the checkpoint); None on failure, shown."""
+    """research.noise_report of a run's checkpoint_last.pt (autoassist-diagnose with noise
+    labels; cached in OUT/<run>/diagnosis.json while newer than the checkpoint); None on
+    failure, shown."""
     ckpt, out = ckpt_dir / "checkpoint_last.pt", ckpt_dir.parent / "diagnosis.json"
     if out.exists() and ckpt.exists() and out.stat().st_mtime > ckpt.stat().st_mtime:
         return json.loads(out.read_text())
-    proc = subprocess.run([sys.executable, "-m", "autoassist_fairseq.diagnose", "--data",
+    proc = subprocess.run([sys.executable, "-m", "research.noise_report", "--data",
                            str(data), "--checkpoint", str(ckpt), "--noise-labels", str(labels),
                            "--out", str(out)], capture_output=True, text=True, cwd=REPO)
     if proc.returncode != 0:
-        print(f"WARNING: autoassist-diagnose failed for {ckpt}:\n"
+        print(f"WARNING: research.noise_report failed for {ckpt}:\n"
               + "\n".join(proc.stderr.splitlines()[-10:]), file=sys.stderr)
         return None
     return json.loads(out.read_text())
