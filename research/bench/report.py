@@ -100,7 +100,7 @@ def noise_kind_rows(per_seed):
             "loss of its pairs in brackets, raw / reducible: above the label-smoothing floor; "
             "when the feature file has pair checks, also the share of its pairs the checks "
             "flag), and the share of the reducible loss its skips would remove (density: that "
-            "share / the skipped token share), from autoassist-diagnose.", "",
+            "share / the skipped token share), from research.noise_report.", "",
             "| seed | arm | " + " | ".join(kinds) + (" | reducible loss skipped (density) |"
                                                      if shares else " |"),
             "|" + "---|" * (len(kinds) + 2 + shares)]
@@ -148,7 +148,7 @@ NOTES = ("Equal compute: the baseline trains first (the config's --max-epoch, or
          "(/proc/stat) used by processes outside the run while it trained: above a few "
          "percent, its wall times are slowed by other work. Noise skipped / trained = the "
          "share of noisy Boss tokens among those the arm's last Assistant would skip / train "
-         "(autoassist-diagnose; the baseline trains the corpus share); its loss shares and "
+         "(research.noise_report; the baseline trains the corpus share); its loss shares and "
          "verdict are of the reducible loss (the label-smoothed loss minus its floor). Means "
          "are n/a when a seed has no value.")
 
