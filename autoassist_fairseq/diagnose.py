@@ -43,11 +43,9 @@ loss at epoch 12, 52% at epoch 30 there): the bound now applies to the reducible
 where the same 1.27 keeps its meaning at every point of training (docs/benchmarks.md,
 "Can skipping pay here?"; the earlier diagnoses on this scale: docs/results/converged/).
 
-With ``--noise-labels`` (a labels file of scripts/add_noise.py, one line per raw training
-pair) and DATA/train.kept-lines (prepare-corpus.sh), it adds the share of noise among the
-tokens the Assistant would skip and would train. Loss-based skipping keeps noisy pairs
-(their loss stays high): a verdict of ``pays`` then comes with a warning when the trained
-tokens hold more noise than the corpus.
+Reports on labelled pairs (the noise share of what the Assistant skips, in
+research/noise_report.py) plug in through ``diagnose(..., pair_report=...)``: they see
+every scored pair's loss, tokens and expected skips.
 """
 
 import argparse
@@ -57,6 +55,8 @@ import os
 import resource
 import sys
 import time
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import numpy as np
 from scipy.stats import spearmanr
@@ -66,7 +66,6 @@ logger = logging.getLogger("autoassist_fairseq.diagnose")
 REFERENCE_SHARE = 0.35
 MAX_DENSITY = 0.5
 MIN_SKIP_SHARE = 0.05
-CLEAN = "clean"
 
 
 class DiagnosisError(RuntimeError):
@@ -190,65 +189,6 @@ def verdict(oracle_density, assistant_density, assistant_token_share,
                     f"{assistant_density:.2f} over {assistant_token_share:.1%} of the Boss tokens)")
 
 
-def noise_shares(noisy, boss_tokens, skip):
-    """Share of noisy tokens among the expected skipped, the trained and all Boss tokens.
-
-    Args:
-        noisy (np.ndarray of bool): per-pair noise flag.
-        boss_tokens (np.ndarray): per-pair source + target tokens.
-        skip (np.ndarray): per-pair expected skips in one pass (1 - P(accept)).
-    """
-    def share(weights):
-        total = (weights * boss_tokens).sum()
-        return float((weights * boss_tokens * noisy).sum() / total) if total > 0 else None
-    return {"corpus": share(np.ones_like(skip)), "skipped": share(skip), "trained": share(1 - skip)}
-
-
-def noise_by_kind(labels, boss_tokens, skip, losses, flags=None, floor=0.0):
-    """Per label (``clean`` and each noise kind): pairs, its share of the Boss tokens, the
-    share of its own tokens that would be skipped, and its pairs' mean raw and reducible
-    loss (above *floor*). Shows which
-    kinds a rule finds: untranslated copies, say, can be learned by copying and then look easy.
-    With *flags* (the pair checks' per-pair flags), also the share of its pairs flagged.
-    """
-    total = boss_tokens.sum()
-    kinds = {}
-    for kind in np.unique(labels):
-        mask = labels == kind
-        tokens = boss_tokens[mask].sum()
-        kinds[str(kind)] = {
-            "pairs": int(mask.sum()),
-            "token_share": float(tokens / total) if total > 0 else None,
-            "skipped_share": float((skip[mask] * boss_tokens[mask]).sum() / tokens)
-            if tokens > 0 else None,
-            "mean_loss": float(losses[mask].mean()),
-            "mean_reducible_loss": float(reducible_losses(losses[mask], floor).mean())}
-        if flags is not None:
-            kinds[str(kind)]["pair_checks_flagged"] = float(flags[mask].mean())
-    return kinds
-
-
-def read_noise_labels(data, subset, labels_path, num_pairs):
-    """Per binarised pair, its label in *labels_path*, mapped through DATA/SUBSET.kept-lines."""
-    kept_path = os.path.join(data, f"{subset}.kept-lines")
-    if not os.path.exists(labels_path):
-        raise DiagnosisError(f"--noise-labels {labels_path} not found")
-    if not os.path.exists(kept_path):
-        raise DiagnosisError(f"{kept_path} not found: it maps the binarised pairs to the raw "
-                             "lines the labels follow; rerun scripts/prepare-corpus.sh (it "
-                             "writes train.kept-lines) on the noisy corpus")
-    with open(labels_path, encoding="utf-8") as f:
-        labels = np.array([line.strip() for line in f])
-    kept = np.loadtxt(kept_path, dtype=np.int64, ndmin=1)
-    if len(kept) != num_pairs:
-        raise DiagnosisError(f"{kept_path} has {len(kept)} lines for {num_pairs} binarised "
-                             "pairs: rerun scripts/prepare-corpus.sh")
-    if len(kept) and kept.max() >= len(labels):
-        raise DiagnosisError(f"{kept_path} refers to raw line {kept.max()} but {labels_path} has "
-                             f"{len(labels)} lines: are they of the same corpus?")
-    return labels[kept]
-
-
 # -- the Boss's losses -----------------------------------------------------------------
 def boss_losses(models, task, criterion, dataset, max_tokens, ids=None):
     """Per-sentence mean token loss and target tokens of every pair of *dataset* (of the
@@ -320,9 +260,25 @@ def oracle_figures(losses, ntok, floor, reference_share):
     return figures
 
 
-def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
-             reference_share=REFERENCE_SHARE, max_density=MAX_DENSITY, losses_out=None,
-             sample_pairs=None):
+@dataclass
+class ScoredPairs:
+    """Every scored pair of one diagnosis, for a ``pair_report``: corpus ids, the Boss's
+    per-sentence losses (nats) and target tokens, source + target tokens, expected skips in
+    one pass (1 - P(accept); zeros without an Assistant), and the loss floor."""
+
+    ids: np.ndarray
+    losses: np.ndarray
+    ntok: np.ndarray
+    boss_tokens: np.ndarray
+    skip: np.ndarray
+    floor: float
+    task: Any                 # the checkpoint's fairseq task (its features, when AutoAssist)
+    has_assistant: bool
+
+
+def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
+             max_density=MAX_DENSITY, losses_out=None, sample_pairs=None,
+             pair_report: Optional[Any] = None):
     """The figures and verdict of one checkpoint (see the module docstring).
 
     Args:
@@ -330,7 +286,6 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
         checkpoint (str): a checkpoint of an ``autoassist_translation`` run (or of plain
             ``translation``: the oracle's figures only).
         max_tokens (int, optional): tokens per scoring batch (default: 8000).
-        noise_labels (str, optional): labels file of add_noise.py (default: None).
         reference_share (float, optional): token share the oracle skips for the verdict
             (default: 0.35).
         max_density (float, optional): the verdict's oracle density bound (default: 0.5).
@@ -338,6 +293,10 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
             floor (.npz).
         sample_pairs (int, optional): score only this many pairs drawn at random (seed 0)
             instead of every pair (default: None, every pair).
+        pair_report (optional): an object with ``check(data, subset, num_pairs)``, called
+            before the slow part (it raises DiagnosisError on bad input), and
+            ``report(result, pairs)``, called with the figures and the ScoredPairs to add
+            its own (default: None).
 
     Returns:
         dict: the figures, as written by ``--out``.
@@ -352,7 +311,6 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
     from . import compat  # noqa: F401  (torch >= 2.6 loads fairseq checkpoints)
     from .assistant import Assistant
     from .data.arrays import tensors_to_arrays
-    from .features.pair_checks import flagged
 
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     overrides = {"data": os.path.abspath(data)}
@@ -367,12 +325,11 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
     subset = cfg.dataset.train_subset
     task.load_dataset(subset)
     dataset = task.datasets[subset]
-    noise = (read_noise_labels(data, subset, noise_labels, len(dataset))
-             if noise_labels else None)  # fail before the slow part
+    if pair_report is not None:
+        pair_report.check(data, subset, len(dataset))  # fail before the slow part
     ids = np.arange(len(dataset))
     if sample_pairs and sample_pairs < len(dataset):  # the same pairs for every checkpoint
         ids = np.sort(np.random.default_rng(0).choice(len(dataset), sample_pairs, replace=False))
-        noise = None if noise is None else noise[ids]
     criterion = task.build_criterion(cfg.criterion)
     floor = loss_floor(criterion, task.target_dictionary)
     losses, ntok = boss_losses(models, task, criterion, dataset, max_tokens,
@@ -386,7 +343,7 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
               "pairs_in_corpus": len(dataset),
               **checkpoint_position(state, dataset, cfg.dataset),
               "reference_share": reference_share, **oracle, "max_density": max_density}
-    skip, flags = np.zeros(len(losses)), None
+    skip = np.zeros(len(losses))
     saved_share = d_assistant = None
     if has_assistant:
         # the task opened (and checked) the features with the train split, and decided on
@@ -396,13 +353,6 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
         # the random rule's rate is that of the saved generator's data pass
         assistant.begin_pass(data_pass(saved, state["extra_state"]["train_iterator"]))
         g, accept, shares = skip_figures(assistant, losses, ntok, floor, ids)
-        try:
-            checks = task.features.pair_checks()  # reported whether or not the run used them
-        except ValueError as err:  # e.g. two columns, from an older autoassist-features
-            logger.warning(f"pair checks not reported: {err}")
-            checks = None
-        flags = None if checks is None else \
-            flagged(checks, task.features.pair_check_settings())[ids]
         skip = 1 - accept
         stats = assistant.stats
         # hard: above T_k, an average of the raw losses (the same labels as on the reducible
@@ -431,23 +381,9 @@ def diagnose(data, checkpoint, max_tokens=8000, noise_labels=None,
                                                        shares["skipped_share_tokens"])})
     code, why = verdict(oracle["skip_density_oracle"], d_assistant, saved_share, max_density)
     result.update({"verdict": code, "verdict_reason": why})
-    if noise is not None:
-        noisy = noise != CLEAN
-        result["noise"] = {"labels": os.path.abspath(noise_labels),
-                           "assistant": noise_shares(noisy, boss_tokens, skip),
-                           "by_kind_pairs": {str(k): int((noise == k).sum())
-                                             for k in np.unique(noise)},
-                           "by_kind": noise_by_kind(noise, boss_tokens, skip, losses, flags,
-                                                    floor)}
-        oracle_skip = np.zeros(len(losses))
-        order = np.argsort(losses)
-        oracle_skip[order[np.cumsum(ntok[order]) <= reference_share * ntok.sum()]] = 1
-        result["noise"]["oracle_at_reference"] = noise_shares(noisy, boss_tokens, oracle_skip)
-        trained, corpus = (result["noise"]["assistant"][k] for k in ("trained", "corpus"))
-        if code == "pays" and trained is not None and trained > 1.05 * corpus:
-            result["verdict_reason"] += (f"; but the trained tokens hold {trained:.1%} noise "
-                                         f"against {corpus:.1%} in the corpus: skipping by loss "
-                                         "keeps the noisy pairs")
+    if pair_report is not None:
+        pair_report.report(result, ScoredPairs(ids, losses, ntok, boss_tokens, skip, floor,
+                                               task, has_assistant))
     end = (time.monotonic(), _machine_busy_seconds(), resource.getrusage(resource.RUSAGE_SELF))
     cpu = sum(getattr(end[2], k) - getattr(start[2], k) for k in ("ru_utime", "ru_stime"))
     wall = end[0] - start[0]
@@ -480,8 +416,7 @@ def losses_path(losses_out, checkpoint, several):
 
 
 def format_summary(r):
-    """The plain-text lines printed before the JSON."""
-    fmt = lambda v: "n/a" if v is None else f"{v:.1%}"  # noqa: E731
+    """The plain-text lines printed after the JSON."""
     lines = []
     if "skipped_share_boss_tokens" in r:
         lines += [f"Boss tokens skipping would save: {r['skipped_share_boss_tokens']:.1%}",
@@ -495,17 +430,6 @@ def format_summary(r):
                  f"loss (raw loss {r['oracle_skipped_share_raw_loss_at_reference']:.1%}; the "
                  f"floor, {r['loss_floor']:.3f} nats a token, holds "
                  f"{r['floor_share_of_loss']:.1%} of the loss)")
-    if "noise" in r:
-        n = r["noise"]["assistant"]
-        lines.append(f"noise share of tokens: skipped {fmt(n['skipped'])}, trained "
-                     f"{fmt(n['trained'])}, corpus {fmt(n['corpus'])}")
-        kinds = r["noise"].get("by_kind") or {}
-        lines.append("share of each kind's tokens skipped: " + ", ".join(
-            f"{k} {fmt(v['skipped_share'])} (loss {v['mean_loss']:.2f}, reducible "
-            f"{v['mean_reducible_loss']:.2f})" for k, v in kinds.items()))
-        if any("pair_checks_flagged" in v for v in kinds.values()):
-            lines.append("share of each kind's pairs the pair checks flag: " + ", ".join(
-                f"{k} {fmt(v.get('pair_checks_flagged'))}" for k, v in kinds.items()))
     lines.append(f"verdict: {r['verdict']}: {r['verdict_reason']}")
     return "\n".join(lines)
 
@@ -527,7 +451,7 @@ def format_curve(rows):
 def parse_cli(argv=None):
     p = argparse.ArgumentParser(
         prog="autoassist-diagnose", description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1].split("\n\nWith")[0] + "\n\nexamples:\n"
+        epilog=__doc__.split("\n\n", 1)[1].split("\n\nReports on labelled")[0] + "\n\nexamples:\n"
         "  autoassist-diagnose --data work/multi30k --checkpoint "
         "OUT/autoassist-s1/checkpoints/checkpoint_last.pt --out diagnosis.json\n"
         "  autoassist-diagnose --data work/multi30k --checkpoint "
@@ -548,11 +472,7 @@ def parse_cli(argv=None):
     p.add_argument("--losses-out", default=None,
                    help="also save each pair's loss, target tokens and the loss floor (numpy "
                         ".npz; several checkpoints: the checkpoint's name before .npz), e.g. "
-                        "to replay the Assistant offline with scripts/replay_assistant.py")
-    p.add_argument("--noise-labels", default=None,
-                   help="labels of the raw training pairs (scripts/add_noise.py): adds the "
-                        "noise share of the skipped and trained tokens; needs "
-                        "DATA/train.kept-lines")
+                        "to replay the Assistant offline with research/replay_assistant.py")
     p.add_argument("--reference-share", type=float, default=REFERENCE_SHARE,
                    help="token share the oracle skips for the verdict (default: 0.35)")
     p.add_argument("--max-density", type=float, default=MAX_DENSITY,
@@ -579,9 +499,8 @@ def cli_main(argv=None):
         missing = [c for c in a.checkpoint if not os.path.exists(c)]
         if missing:  # before the slow part of the first one
             raise DiagnosisError(f"{', '.join(missing)} not found")
-        results = [diagnose(a.data, c, a.max_tokens, a.noise_labels, a.reference_share,
-                            a.max_density, losses_path(a.losses_out, c, several),
-                            a.sample_pairs)
+        results = [diagnose(a.data, c, a.max_tokens, a.reference_share, a.max_density,
+                            losses_path(a.losses_out, c, several), a.sample_pairs)
                    for c in a.checkpoint]
     except DiagnosisError as err:
         sys.exit(f"autoassist-diagnose: error: {err}")

@@ -1,5 +1,6 @@
 """Helpers for the tests of scripts/ and configs/ (test_prepare, test_evaluate, test_configs)."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -11,6 +12,15 @@ CONFIGS = REPO / "configs"
 USER_DIR = REPO / "autoassist_fairseq"
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BIN = Path(sys.executable).parent
+
+
+def load_script(name):
+    """scripts/NAME.py as a module: scripts/ holds command-line tools, not a package, so the
+    file is loaded from its path (nothing is added to sys.path)."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def script_env():

@@ -1,4 +1,4 @@
-"""scripts/add_noise.py: seeded, exact shares, labels that say what was done, clear errors."""
+"""research/add_noise.py: seeded, exact shares, labels that say what was done, clear errors."""
 
 import json
 import subprocess
@@ -7,10 +7,8 @@ from collections import Counter
 
 import pytest
 
-from scripts_helpers import SCRIPTS
-
-sys.path.insert(0, str(SCRIPTS))
-import add_noise  # noqa: E402
+from research import add_noise
+from utils import REPO
 
 N = 2000
 
@@ -25,9 +23,9 @@ def _corpus(tmp_path):
 
 
 def _run(tmp_path, *args, out="noisy/train"):
-    return subprocess.run([sys.executable, SCRIPTS / "add_noise.py", "--src", "en", "--tgt",
+    return subprocess.run([sys.executable, "-m", "research.add_noise", "--src", "en", "--tgt",
                            "de", "--train", tmp_path / "train", "--out", tmp_path / out, *args],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
 
 
 def test_labels_match_the_corruption_and_the_shares(tmp_path):

@@ -1,4 +1,4 @@
-"""scripts/benchmark.py: baseline vs AutoAssist on a tiny corpus, and its target/ratio logic."""
+"""research.bench: every arm at equal compute on a tiny corpus, and its target/ratio logic."""
 
 import json
 import math
@@ -14,8 +14,9 @@ import pytest
 
 from utils import REPO, TINY_TRANSFORMER, children, running
 
-sys.path.insert(0, str(REPO / "scripts"))
-import benchmark  # noqa: E402
+from research.bench import BenchmarkError, budgets, cli, flags, logs, metrics, report, runs
+
+BENCH = [sys.executable, "-m", "research.bench"]  # run from the repository root (cwd=REPO)
 
 TINY_ARGS = TINY_TRANSFORMER + [
     "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt",
@@ -29,43 +30,51 @@ def point(loss, tokens, wall, epoch):
             "boss_tokens": tokens, "boss_padded_tokens": None}
 
 
+def to_target(base, arm):
+    """arm_metrics of *arm* against *base*, without BLEU, at the arm's last tokens and wall."""
+    return metrics.arm_metrics(arm, [], base, [], arm[-1]["boss_tokens"], arm[-1]["wall"])
+
+
 def test_target_reached_at_second_validation():
     base = [point(5.0, 100, 10, 1), point(4.0, 200, 20, 2), point(3.5, 300, 30, 3)]
     aa = [point(4.5, 90, 12, 1), point(3.4, 180, 24, 2), point(3.3, 270, 40, 3)]
-    result = benchmark.compare(base, aa)
-    assert result["target_loss"] == 3.5 and result["target_reached"]
-    assert result["autoassist_at_target"]["epoch"] == 2  # the first at or below, not the best
-    assert result["tokens_to_target_ratio"] == 180 / 300
-    assert result["time_to_target_ratio"] == 24 / 30
+    result = to_target(base, aa)
+    assert result["target_loss"] == 3.5
+    # between the first two validations (4.5 -> 3.4), not at the best
+    assert result["tokens_to_target_loss"] == pytest.approx(90 + 90 * 1.0 / 1.1)
+    assert result["tokens_to_target_loss_ratio"] == pytest.approx((90 + 90 / 1.1) / 300)
+    assert result["wall_to_target_loss_ratio"] == pytest.approx((12 + 12 / 1.1) / 30)
 
 
 def test_target_is_the_first_baseline_validation_at_its_best():
     base = [point(4.0, 100, 10, 1), point(3.0, 200, 20, 2), point(3.0, 300, 30, 3)]
     aa = [point(3.0, 150, 15, 1)]
-    result = benchmark.compare(base, aa)
-    assert result["baseline_at_target"]["epoch"] == 2
-    assert result["tokens_to_target_ratio"] == 150 / 200
+    result = to_target(base, aa)
+    # the baseline reaches its best at its second validation, the arm at its first
+    assert metrics.crossing(base, "boss_tokens", result["target_loss"]) == 200
+    assert result["tokens_to_target_loss_ratio"] == 150 / 200
 
 
 def test_target_not_reached():
     base = [point(5.0, 100, 10, 1), point(4.0, 200, 20, 2)]
     aa = [point(4.5, 90, 12, 1), point(4.01, 180, 25, 2)]
-    result = benchmark.compare(base, aa)
-    assert not result["target_reached"] and result["autoassist_at_target"] is None
-    assert result["tokens_to_target_ratio"] is None and result["time_to_target_ratio"] is None
-    assert benchmark.mean([0.5, None]) is None and benchmark.mean([0.5, 0.7]) == 0.6
+    result = to_target(base, aa)
+    assert result["tokens_to_target_loss"] is None and result["wall_to_target_loss"] is None
+    assert result["tokens_to_target_loss_ratio"] is None
+    assert result["wall_to_target_loss_ratio"] is None
+    assert metrics.mean([0.5, None]) is None and metrics.mean([0.5, 0.7]) == 0.6
 
 
 def test_baseline_tokens_count_full_epochs_and_shuffled_partial_epochs():
     counts = np.array([[10, 12], [20, 25], [30, 31]])
-    assert benchmark.baseline_tokens_at(counts, [1], 1, 3, 6) == (120, 136)
-    partial = benchmark.baseline_tokens_at(counts, [1], 1, 2, 4)  # epoch 2, 1 of 3 batches
+    assert budgets.baseline_tokens_at(counts, [1], 1, 3, 6) == (120, 136)
+    partial = budgets.baseline_tokens_at(counts, [1], 1, 2, 4)  # epoch 2, 1 of 3 batches
     assert partial[0] - 60 in (10, 20, 30)
-    assert benchmark.baseline_tokens_at(counts, [2], 1, 2, 4) == (120, 136)  # 2 updates/epoch
+    assert budgets.baseline_tokens_at(counts, [2], 1, 2, 4) == (120, 136)  # 2 updates/epoch
 
 
 def test_log_parsing_continues_wall_after_a_resume():
-    h = benchmark.HEADER
+    h = logs.HEADER
     text = "\n".join([
         h + "cmd", "x | INFO | valid | epoch 001 | valid on 'valid' subset | loss 5.5 | "
         "num_updates 10", "x | INFO | train | epoch 001 | loss 6 | aa_boss_tok 100 | "
@@ -75,27 +84,29 @@ def test_log_parsing_continues_wall_after_a_resume():
         "x | INFO | valid | epoch 002 | valid on 'valid' subset | loss 5.2 | num_updates 20",
         "x | INFO | train | epoch 002 | loss 5.4 | aa_boss_tok 200 | aa_wait_s 1.5 | "
         "num_updates 20 | train_wall 4 | wall 6"])
-    records = benchmark.parse_log(text)
-    curve = benchmark.build_curve(records, lambda e, u, t: (t.get("aa_boss_tok"), None))
+    records = logs.parse_log(text)
+    curve = logs.build_curve(records, lambda e, u, t: (t.get("aa_boss_tok"), None))
     assert [(p["epoch"], p["valid_loss"], p["wall"], p["boss_tokens"]) for p in curve] == [
         (1, 5.5, 5, 100), (2, 5.2, 11, 200)]
-    stats = benchmark.assistant_stats(records, 100)
-    assert stats["epochs_trained"] == 2 and stats["wait_share"] == 2 / 8
-    assert stats["tokens_saved_share"] == 0
+    train = [r for r in records if r["tag"] == "train"]
+    assert logs.epochs_trained(records) == 2
+    # both segments' train lines survive the resume: waits 0.5 + 1.5 over train_wall 4 + 4
+    assert sum(r["aa_wait_s"] for r in train) / sum(r["train_wall"] for r in train) == 2 / 8
+    assert max(r["aa_boss_tok"] for r in train) == 100 * logs.epochs_trained(records)
 
 
 def test_config_flags_for_both_runs(tmp_path):
     tokens = ["--task", "autoassist_translation", "--user-dir", "x", "--assistant-window", "9",
               "--max-epoch", "8", "--lr", "-1", "--cpu"]
-    base = benchmark.build_run_args(tokens, "baseline", 3, tmp_path, ["--max-update", "5"], [], [])
+    base = flags.build_run_args(tokens, "baseline", 3, tmp_path, ["--max-update", "5"], [], [])
     assert base[:2] == ["--task", "translation"] and "--assistant-window" not in base
-    assert "--max-epoch" not in base and benchmark.get_flag(base, "--lr") == "-1"
-    assert base.count("--cpu") == 1 and benchmark.get_flag(base, "--seed") == "3"
-    aa = benchmark.build_run_args(tokens, "autoassist", 3, tmp_path, [], [],
+    assert "--max-epoch" not in base and flags.get_flag(base, "--lr") == "-1"
+    assert base.count("--cpu") == 1 and flags.get_flag(base, "--seed") == "3"
+    aa = flags.build_run_args(tokens, "autoassist", 3, tmp_path, [], [],
                                   ["--assistant-lr", "1"])
-    assert benchmark.get_flag(aa, "--task") == "autoassist_translation"
-    assert benchmark.get_flag(aa, "--max-epoch") == "8"
-    assert benchmark.get_flag(aa, "--user-dir") == str(REPO / "autoassist_fairseq")
+    assert flags.get_flag(aa, "--task") == "autoassist_translation"
+    assert flags.get_flag(aa, "--max-epoch") == "8"
+    assert flags.get_flag(aa, "--user-dir") == str(REPO / "autoassist_fairseq")
 
 
 def _tiny_config(tmp_path):
@@ -118,18 +129,23 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
 
     def benchmark_run(*flags, timeout=300):
         return subprocess.run(
-            [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
+            [*BENCH, "--data", tiny_data, "--config",
              config, "--out", out, "--max-epoch", "2", "--validations", "4", "--extra-args",
-             "--log-interval 5", *flags], capture_output=True, text=True, timeout=timeout,
+             "--log-interval 5", *flags], capture_output=True, text=True, cwd=REPO, timeout=timeout,
             env=env)
 
     proc = benchmark_run("--skip-bleu", "--autoassist-args", "--assistant-window 256",
                          timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
-    for key in ("tokens_to_target_ratio", "time_to_target_ratio", "bleu_baseline",
-                "bleu_autoassist", "per_seed", "curves", "command", "date", "machine", "arms"):
+    for key in ("per_seed", "curves", "command", "date", "machine", "arms", "bleu_curves",
+                "budget", "arm_args", "run_args"):
         assert key in results
+    assert results["command"][:3] == ["python", "-m", "research.bench"]
+    for key in ("tokens_to_target_loss_ratio", "wall_to_target_loss_ratio", "final_bleu",
+                "wall_per_mtok"):
+        assert key in results["arms"]["autoassist"], key
+    assert "AutoAssist vs baseline" not in (out / "results.md").read_text()
     assert set(results["curves"]) == {"baseline-s1", "autoassist-s1", "random-s1"}
     base_curve = results["curves"]["baseline-s1"]
     # validations inside the epochs too: about 4 over the budget, each at a log line's update
@@ -150,8 +166,8 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
         assert abs(tokens[-1] / base_curve[-1]["boss_tokens"] - 1) < 0.25, name
     # the control skips at AutoAssist's measured token acceptance of each data pass
     aa_text = (out / "autoassist-s1" / "train.log").read_text()
-    rates = benchmark.random_rates(benchmark.parse_log(aa_text), aa_text)
-    assert rates.count(",") + 1 == len(benchmark.PASS_LINE.findall(aa_text)) >= 2
+    rates = logs.random_rates(logs.parse_log(aa_text), aa_text)
+    assert rates.count(",") + 1 == len(logs.PASS_LINE.findall(aa_text)) >= 2
     random_log = (out / "random-s1" / "train.log").read_text()
     assert "--assistant-rule random " in random_log
     assert f"--assistant-random-rates {rates}" in random_log
@@ -188,7 +204,7 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
     for arm, m in scored["per_seed"][0]["arms"].items():
         assert m["final_bleu"] is not None, arm  # checkpoint_last.pt, the only one kept
         assert m["tokens_to_target_bleu"] is None and m["wall_to_target_bleu"] is None, arm
-    assert scored["per_seed"][0]["bleu_baseline"] is not None
+    assert scored["per_seed"][0]["arms"]["baseline"]["final_bleu"] is not None
     assert "--bleu-kept" in (out / "results-w128.md").read_text()
 
 
@@ -206,9 +222,9 @@ def _with_test_split(data, root):
 
 def test_skip_bleu_and_bleu_kept_exclude_each_other(tiny_data, tmp_path):
     proc = subprocess.run(
-        [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
+        [*BENCH, "--data", tiny_data, "--config",
          _tiny_config(tmp_path), "--out", tmp_path / "out", "--max-epoch", "1",
-         "--skip-bleu", "--bleu-kept"], capture_output=True, text=True, timeout=60)
+         "--skip-bleu", "--bleu-kept"], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert proc.returncode != 0
     assert "--skip-bleu and --bleu-kept: choose one" in proc.stderr
     assert not (tmp_path / "out").exists()
@@ -216,16 +232,16 @@ def test_skip_bleu_and_bleu_kept_exclude_each_other(tiny_data, tmp_path):
 
 def test_crossing_and_values_are_interpolated_between_measurements():
     curve = [point(5.0, 100, 10, 1), point(4.0, 200, 30, 2), point(3.0, 300, 40, 3)]
-    assert benchmark.crossing(curve, "boss_tokens", 3.5) == pytest.approx(250)
-    assert benchmark.crossing(curve, "wall", 3.5) == pytest.approx(35)
-    assert benchmark.crossing(curve, "boss_tokens", 5.5) == 100  # reached at the first
-    assert benchmark.crossing(curve, "boss_tokens", 2.9) is None
+    assert metrics.crossing(curve, "boss_tokens", 3.5) == pytest.approx(250)
+    assert metrics.crossing(curve, "wall", 3.5) == pytest.approx(35)
+    assert metrics.crossing(curve, "boss_tokens", 5.5) == 100  # reached at the first
+    assert metrics.crossing(curve, "boss_tokens", 2.9) is None
     bleus = [{"boss_tokens": 100, "wall": 10, "bleu": 10.0},
              {"boss_tokens": 300, "wall": 40, "bleu": 20.0}]
-    assert benchmark.crossing(bleus, "boss_tokens", 15.0, "bleu",
+    assert metrics.crossing(bleus, "boss_tokens", 15.0, "bleu",
                               lower_is_better=False) == pytest.approx(200)
-    assert benchmark.value_at(bleus, "wall", 25, "bleu") == pytest.approx(15.0)
-    assert benchmark.value_at(curve, "boss_tokens", 350) is None
+    assert metrics.value_at(bleus, "wall", 25, "bleu") == pytest.approx(15.0)
+    assert metrics.value_at(curve, "boss_tokens", 350) is None
 
 
 def test_arm_metrics_against_the_baseline():
@@ -234,7 +250,7 @@ def test_arm_metrics_against_the_baseline():
     base_bleu = [{"epoch": 2, "updates": 20, "boss_tokens": 200, "wall": 20, "bleu": 10.0}]
     arm_bleu = [{"epoch": 1, "updates": 10, "boss_tokens": 80, "wall": 10, "bleu": 8.0},
                 {"epoch": 3, "updates": 30, "boss_tokens": 240, "wall": 30, "bleu": 12.0}]
-    m = benchmark.arm_metrics(arm, arm_bleu, base, base_bleu, equal_tokens=200, equal_wall=20)
+    m = metrics.arm_metrics(arm, arm_bleu, base, base_bleu, equal_tokens=200, equal_wall=20)
     assert m["target_loss"] == 4.0 and m["target_bleu"] == pytest.approx(9.8)
     # 4.6 -> 3.8 between 80 and 160 tokens: 4.0 at 140
     assert m["tokens_to_target_loss"] == pytest.approx(140)
@@ -245,7 +261,7 @@ def test_arm_metrics_against_the_baseline():
     assert m["wall_to_target_bleu_ratio"] == pytest.approx((10 + 20 * 1.8 / 4) / 20)
     # the table tells apart token counts that differ by less than 1%
     m["final"]["boss_tokens"] = 7_048_510
-    row, = benchmark.arm_rows({"random": m}, 1)
+    row, = report.arm_rows({"random": m}, 1)
     assert row.startswith("| 1 | random |") and "| 7.049M |" in row
 
 
@@ -258,18 +274,18 @@ def test_noise_kind_table_lists_every_kind_of_every_arm():
         "checks": {"noise_by_kind": {"clean": dict(kind(0.1, 2.2), pair_checks_flagged=0.001),
                                      "copy": dict(kind(0.9, 1.1), pair_checks_flagged=0.995)}},
     }}]
-    rows = benchmark.noise_kind_rows(per_seed)
+    rows = report.noise_kind_rows(per_seed)
     assert "| seed | arm | clean | copy | misaligned |" in rows
     assert "| 1 | autoassist | 30.0% (2.00) | 60.0% (1.00) | n/a |" in rows
     assert "| 1 | learnable | 20.0% (2.10) | n/a | 50.0% (9.00) |" in rows
     assert "| 1 | checks | 10.0% (2.20; 0.1% flagged) | 90.0% (1.10; 99.5% flagged) | n/a |" in rows
     assert not any("baseline" in r for r in rows)
-    assert benchmark.noise_kind_rows([{"seed": 1, "arms": {"baseline": {}}}]) == []
+    assert report.noise_kind_rows([{"seed": 1, "arms": {"baseline": {}}}]) == []
     # diagnoses that give the reducible loss: each kind's mean above the floor, and the
     # share of the reducible loss each arm's skips remove
     per_seed[0]["arms"]["autoassist"].update(skipped_share_reducible_loss=0.2, skip_density=0.5)
     per_seed[0]["arms"]["autoassist"]["noise_by_kind"]["clean"]["mean_reducible_loss"] = 0.78
-    rows = benchmark.noise_kind_rows(per_seed)
+    rows = report.noise_kind_rows(per_seed)
     assert "| seed | arm | clean | copy | misaligned | reducible loss skipped (density) |" in rows
     assert "| 1 | autoassist | 30.0% (2.00 / 0.78) | 60.0% (1.00) | n/a | 20.0% (0.50) |" in rows
     assert "| 1 | learnable | 20.0% (2.10) | n/a | 50.0% (9.00) | n/a (n/a) |" in rows
@@ -284,51 +300,51 @@ def test_random_rates_come_from_the_autoassist_log():
            "AutoAssist data pass {} (shard {}): accepted {} of its tokens, 0.9 of its pairs\n"
     text = "".join(line.format(*a) for a in ((1, 0, "0.9400"), (2, 0, "0.7500"),
                                              (2, 1, "0.1000"), (2, 0, "0.7300")))
-    assert benchmark.random_rates(records, text) == "0.9400,0.7300"
-    with pytest.raises(benchmark.BenchmarkError, match=r"data pass\(es\) \[1\]"):
-        benchmark.random_rates(records, line.format(2, 0, "0.7"))
+    assert logs.random_rates(records, text) == "0.9400,0.7300"
+    with pytest.raises(BenchmarkError, match=r"data pass\(es\) \[1\]"):
+        logs.random_rates(records, line.format(2, 0, "0.7"))
     # logs of older versions: per epoch
-    assert benchmark.random_rates(records) == "1.0000,0.8123,0.0001"
-    with pytest.raises(benchmark.BenchmarkError, match="aa_accept_tok"):
-        benchmark.random_rates([{"tag": "train", "epoch": 1, "num_updates": 5}])
+    assert logs.random_rates(records) == "1.0000,0.8123,0.0001"
+    with pytest.raises(BenchmarkError, match="aa_accept_tok"):
+        logs.random_rates([{"tag": "train", "epoch": 1, "num_updates": 5}])
 
 
 def test_budget_tokens_become_baseline_updates():
     counts = np.array([[100, 120]] * 10)  # 10 batches of 100 tokens
-    assert benchmark.updates_for_tokens(counts, [1], 2500) == 25
-    assert benchmark.updates_for_tokens(counts, [2], 2500) == 12  # 200 tokens per update
-    assert benchmark.updates_for_tokens(counts, [1], 10) == 1
+    assert budgets.updates_for_tokens(counts, [1], 2500) == 25
+    assert budgets.updates_for_tokens(counts, [2], 2500) == 12  # 200 tokens per update
+    assert budgets.updates_for_tokens(counts, [1], 10) == 1
 
 
 def test_language_pair_comes_from_the_data(tmp_path):
     for name in ("train.de-en.de.idx", "train.de-en.en.idx", "dict.de.txt", "dict.en.txt"):
         (tmp_path / name).write_text("")
-    assert benchmark.data_langs(tmp_path, ["--source-lang", "de", "--target-lang", "en"],
+    assert flags.data_langs(tmp_path, ["--source-lang", "de", "--target-lang", "en"],
                                 []) == ("de", "en")
-    assert benchmark.data_langs(tmp_path, ["-s", "en", "-t", "de"], []) == ("de", "en")
-    assert benchmark.data_langs(tmp_path, ["--lr", "1"], ["-s", "en", "-t", "de"]) == ("en", "de")
-    with pytest.raises(benchmark.BenchmarkError, match="the config names fr->en .* point --data"):
-        benchmark.data_langs(tmp_path, ["--source-lang", "fr", "--target-lang", "en"], [])
-    with pytest.raises(benchmark.BenchmarkError, match="--extra-args names fr->de"):
-        benchmark.data_langs(tmp_path, [], ["-s", "fr", "-t", "de"])
+    assert flags.data_langs(tmp_path, ["-s", "en", "-t", "de"], []) == ("de", "en")
+    assert flags.data_langs(tmp_path, ["--lr", "1"], ["-s", "en", "-t", "de"]) == ("en", "de")
+    with pytest.raises(BenchmarkError, match="the config names fr->en .* point --data"):
+        flags.data_langs(tmp_path, ["--source-lang", "fr", "--target-lang", "en"], [])
+    with pytest.raises(BenchmarkError, match="--extra-args names fr->de"):
+        flags.data_langs(tmp_path, [], ["-s", "fr", "-t", "de"])
     (tmp_path / "dict.en.txt").unlink()
-    with pytest.raises(benchmark.BenchmarkError, match=r"missing \['dict.en.txt'\]"):
-        benchmark.data_langs(tmp_path, [], [])
-    args = benchmark.build_run_args(["--source-lang", "fr", "--keep-last-epochs", "5",
+    with pytest.raises(BenchmarkError, match=r"missing \['dict.en.txt'\]"):
+        flags.data_langs(tmp_path, [], [])
+    args = flags.build_run_args(["--source-lang", "fr", "--keep-last-epochs", "5",
                                      "--no-epoch-checkpoints", "--lr", "1"], "learnable", 1,
                                     tmp_path, [], [], ["--assistant-rule", "learnable"],
                                     langs=("de", "en"), keep_epochs=True)
-    assert benchmark.get_flag(args, "--source-lang") == "de" and "fr" not in args
+    assert flags.get_flag(args, "--source-lang") == "de" and "fr" not in args
     assert "--keep-last-epochs" not in args and "--no-epoch-checkpoints" not in args
-    assert benchmark.get_flag(args, "--task") == "autoassist_translation"
-    assert benchmark.get_flag(args, "--assistant-rule") == "learnable"
+    assert flags.get_flag(args, "--task") == "autoassist_translation"
+    assert flags.get_flag(args, "--assistant-rule") == "learnable"
 
 
 def test_bad_command_lines_are_clear_errors(tiny_data, tmp_path):
     def bench(*args):
-        return subprocess.run([sys.executable, REPO / "scripts" / "benchmark.py", "--data",
+        return subprocess.run([*BENCH, "--data",
                                tiny_data, "--config", _tiny_config(tmp_path), "--out",
-                               tmp_path / "o", *args], capture_output=True, text=True,
+                               tmp_path / "o", *args], capture_output=True, text=True, cwd=REPO,
                               timeout=60)
     proc = bench("--arm", "bad name=--lr 1")
     assert proc.returncode == 2 and "expected NAME=" in proc.stderr
@@ -338,25 +354,26 @@ def test_bad_command_lines_are_clear_errors(tiny_data, tmp_path):
     assert proc.returncode == 1 and "nope not found" in proc.stderr
     proc = bench("--budget-tokens", "-5")
     assert proc.returncode == 1 and "must be > 0" in proc.stderr
-    assert "example" in subprocess.run([sys.executable, REPO / "scripts" / "benchmark.py",
-                                        "--help"], capture_output=True, text=True).stdout
+    assert "example" in subprocess.run([*BENCH, "--help"], capture_output=True, text=True,
+                                        cwd=REPO).stdout
 
 
 def test_loss_at_tokens_interpolates_between_validations():
     curve = [{"boss_tokens": 100, "valid_loss": 6.0}, {"boss_tokens": 300, "valid_loss": 4.0}]
-    assert benchmark.loss_at_tokens(curve, 200) == pytest.approx(5.0)
-    assert benchmark.loss_at_tokens(curve, 300) == pytest.approx(4.0)
-    assert benchmark.loss_at_tokens(curve, 50) is None and benchmark.loss_at_tokens(curve, 301) is None
+    assert metrics.value_at(curve, "boss_tokens", 200) == pytest.approx(5.0)
+    assert metrics.value_at(curve, "boss_tokens", 300) == pytest.approx(4.0)
+    assert metrics.value_at(curve, "boss_tokens", 50) is None
+    assert metrics.value_at(curve, "boss_tokens", 301) is None
 
 
 @pytest.mark.parametrize("source", ["generated", "data"])
 def test_benchmark_assistant_measures_every_part(tiny_data, tmp_path, source):
     out = tmp_path / "assistant.json"
-    cmd = [sys.executable, REPO / "scripts" / "benchmark_assistant.py", "--out", out]
+    cmd = [sys.executable, "-m", "research.benchmark_assistant", "--out", out]
     cmd += ["--pairs", "3000"] if source == "generated" else [
         "--data", tiny_data, "-s", "src", "-t", "tgt"]
     before = {p.name: p.stat().st_mtime_ns for p in Path(tiny_data).iterdir()}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # the data directory is left as it was (features are built in a temporary one)
     assert {p.name: p.stat().st_mtime_ns for p in Path(tiny_data).iterdir()} == before
@@ -376,17 +393,17 @@ def test_a_shorter_last_autoassist_epoch_counts_as_complete():
                   f"num_updates={end - n + 50}, wall=1",
                   f"x | INFO | train | epoch {epoch:03d} | loss 5 | aa_boss_tok {end * 10} | "
                   f"num_updates {end} | train_wall 4 | wall 5"]
-    records = benchmark.parse_log(benchmark.HEADER + "cmd\n" + "\n".join(lines))
-    assert benchmark.epochs_trained(records) == 2
+    records = logs.parse_log(logs.HEADER + "cmd\n" + "\n".join(lines))
+    assert logs.epochs_trained(records) == 2
     partial = records[:-1] + [dict(records[-1], num_updates=170)]  # stopped by --max-update
-    assert benchmark.epochs_trained(partial) == 1.5
+    assert logs.epochs_trained(partial) == 1.5
 
 
 def test_sigterm_stops_the_training_it_started(tiny_data, tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, REPO / "scripts" / "benchmark.py", "--data", tiny_data, "--config",
+        [*BENCH, "--data", tiny_data, "--config",
          _tiny_config(tmp_path), "--out", tmp_path / "out", "--max-epoch", "200",
-         "--skip-bleu"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+         "--skip-bleu"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
         start_new_session=True)
     log = tmp_path / "out" / "baseline-s1" / "train.log"
     deadline = time.monotonic() + 120
@@ -395,7 +412,7 @@ def test_sigterm_stops_the_training_it_started(tiny_data, tmp_path):
         time.sleep(0.2)
     trainers = children(proc.pid)
     assert len(trainers) == 1
-    os.kill(proc.pid, signal.SIGTERM)  # benchmark.py only, as a job scheduler would
+    os.kill(proc.pid, signal.SIGTERM)  # research.bench only, as a job scheduler would
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode != 0 and "stopped by signal" in out
     deadline = time.monotonic() + 10
@@ -407,9 +424,9 @@ def test_sigterm_stops_the_training_it_started(tiny_data, tmp_path):
 def test_benchmark_overhead_alternates_both_tasks(tiny_data, tmp_path):
     out, work = tmp_path / "overhead.json", tmp_path / "work"
     proc = subprocess.run(
-        [sys.executable, REPO / "scripts" / "benchmark_overhead.py", "--data", tiny_data,
+        [sys.executable, "-m", "research.benchmark_overhead", "--data", tiny_data,
          "--config", _tiny_config(tmp_path), "--out", out, "--updates", "20", "--repeats", "2",
-         "--work", work], capture_output=True, text=True, timeout=600,
+         "--work", work], capture_output=True, text=True, cwd=REPO, timeout=600,
         env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     res = json.loads(out.read_text())
@@ -434,32 +451,32 @@ def test_benchmark_overhead_alternates_both_tasks(tiny_data, tmp_path):
     assert res["machine"]["processor"] and 0 <= res["other_cpu_share_max"] <= 1
     low, high = res["ratio_interval95"]  # around the paired ratios' geometric mean
     assert low < float(np.exp(np.log(res["ratio_per_repeat"]).mean())) < high
-    bad = subprocess.run([sys.executable, REPO / "scripts" / "benchmark_overhead.py", "--data",
+    bad = subprocess.run([sys.executable, "-m", "research.benchmark_overhead", "--data",
                           tiny_data, "--config", _tiny_config(tmp_path), "--out", out,
-                          "--updates", "0"], capture_output=True, text=True, timeout=60)
+                          "--updates", "0"], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert bad.returncode == 1 and "--updates 0" in bad.stderr
 
 
 def test_validations_spread_over_the_budget_at_log_lines():
     counts, freq = np.zeros((105, 2)), [1]  # 105 batches: 105 updates an epoch
-    assert benchmark.budget_updates(counts, freq, ["--max-epoch", "8"]) == 840
-    assert benchmark.budget_updates(counts, [2, 1], ["--max-epoch", "2"]) == 53 + 105
-    assert benchmark.budget_updates(counts, freq, ["--max-epoch", "8",
+    assert budgets.budget_updates(counts, freq, ["--max-epoch", "8"]) == 840
+    assert budgets.budget_updates(counts, [2, 1], ["--max-epoch", "2"]) == 53 + 105
+    assert budgets.budget_updates(counts, freq, ["--max-epoch", "8",
                                                    "--max-update", "300"]) == 300
-    assert benchmark.budget_updates(counts, freq, []) is None
+    assert budgets.budget_updates(counts, freq, []) is None
     # 840 / 10 = 84, up to the next multiple of the log interval
-    assert benchmark.validation_flags(["--log-interval", "50"], 840, 10) == [
+    assert budgets.validation_flags(["--log-interval", "50"], 840, 10) == [
         "--validate-interval-updates", "100"]
-    assert benchmark.validation_flags([], 20000, 10) == ["--validate-interval-updates", "2000"]
-    assert benchmark.validation_flags(["--log-interval", "50"], 840, 0) == []
-    assert benchmark.validation_flags(["--validate-interval-updates", "0"], 840, 10) == []
+    assert budgets.validation_flags([], 20000, 10) == ["--validate-interval-updates", "2000"]
+    assert budgets.validation_flags(["--log-interval", "50"], 840, 0) == []
+    assert budgets.validation_flags(["--validate-interval-updates", "0"], 840, 10) == []
     # with BLEU, a checkpoint at every one of those validations
-    assert benchmark.validation_flags(["--log-interval", "50"], 840, 10, checkpoints=True) == [
+    assert budgets.validation_flags(["--log-interval", "50"], 840, 10, checkpoints=True) == [
         "--validate-interval-updates", "100", "--save-interval-updates", "100"]
-    assert benchmark.validation_flags(["--save-interval-updates", "300"], 840, 10,
+    assert budgets.validation_flags(["--save-interval-updates", "300"], 840, 10,
                                       checkpoints=True) == ["--validate-interval-updates", "100"]
-    with pytest.raises(benchmark.BenchmarkError, match="--validations -1"):
-        benchmark.main(["--data", str(Path(__file__).parent), "--config",
+    with pytest.raises(BenchmarkError, match="--validations -1"):
+        cli.main(["--data", str(Path(__file__).parent), "--config",
                         "multi30k/transformer_small", "--out", "x", "--max-epoch", "1",
                         "--validations", "-1"])
 
@@ -474,9 +491,9 @@ def test_bleu_is_scored_at_mid_epoch_validation_checkpoints(tmp_path, monkeypatc
                  "checkpoint_last.pt", "checkpoint_best.pt", "checkpoint_2_150.pt"):
         (tmp_path / name).write_bytes(b"")
     scored = []
-    monkeypatch.setattr(benchmark, "run_bleu", lambda data, ckpt_dir, checkpoint: (
+    monkeypatch.setattr(runs, "run_bleu", lambda data, ckpt_dir, checkpoint: (
         scored.append(checkpoint) or float(len(scored))))
-    points = benchmark.bleu_curve("data", tmp_path, curve)
+    points = runs.bleu_curve("data", tmp_path, curve)
     # checkpoint_2_150.pt has no validation point (a stale file): not scored
     assert scored == ["checkpoint_1_100.pt", "checkpoint1.pt", "checkpoint_2_200.pt",
                       "checkpoint_last.pt"]

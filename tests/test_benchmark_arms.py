@@ -1,4 +1,4 @@
-"""scripts/benchmark.py's --arm (a further AutoAssist arm, here annealing by updates) and
+"""research/bench's --arm (a further AutoAssist arm, here annealing by updates) and
 --noise-labels (the noise share of what each arm skips), on the tiny corpus in 20 updates."""
 
 import json
@@ -32,12 +32,13 @@ def test_an_extra_arm_and_the_noise_report(tiny_data, tmp_path):
     config.write_text(" ".join(CONFIG).replace(" --", "\n--") + "\n")
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, REPO / "scripts" / "benchmark.py", "--data", data, "--config", config,
+        [sys.executable, "-m", "research.bench", "--data", data, "--config", config,
          "--out", out, "--max-update", "20", "--validations", "0", "--skip-bleu", "--no-random",
          "--autoassist-args", "--assistant-window 256",
          "--arm", "anneal=--assistant-window 256 --assistant-anneal 0.5",
          "--noise-labels", tmp_path / "labels"],
-        capture_output=True, text=True, timeout=600, env=dict(os.environ, OMP_NUM_THREADS="1"))
+        capture_output=True, text=True, timeout=600, env=dict(os.environ, OMP_NUM_THREADS="1"),
+        cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "WARNING" not in proc.stderr, proc.stderr[-3000:]  # e.g. a failed diagnosis
     results = json.loads((out / "results.json").read_text())

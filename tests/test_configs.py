@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scripts_helpers import CONFIGS, REPO, USER_DIR, autoassist_task_available, \
+from scripts_helpers import CONFIGS, REPO, USER_DIR, autoassist_task_available, load_script, \
     make_synthetic_data, run
 
-sys.path.insert(0, str(REPO / "scripts"))
-import config_to_args  # noqa: E402
+config_to_args = load_script("config_to_args")
 
 YAMLS = sorted(CONFIGS.glob("*/*.yaml"))
 IDS = [f"{p.parent.name}/{p.stem}" for p in YAMLS]

@@ -1,4 +1,6 @@
-"""autoassist-diagnose (autoassist_fairseq/diagnose.py): figures, verdict, noise shares, errors."""
+"""autoassist-diagnose (autoassist_fairseq/diagnose.py): figures, verdict, errors; the noise
+shares it gives with labelled pairs (research/noise_report.py); the offline replay
+(research/replay_assistant.py)."""
 
 import json
 import sys
@@ -8,6 +10,7 @@ import numpy as np
 import pytest
 
 from autoassist_fairseq import diagnose
+from research import noise_report, replay_assistant
 from utils import BIN, REPO, make_binarized, run, train_args
 
 
@@ -21,7 +24,7 @@ def diag_run(train_data, paper_run):
 def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(diag_run, tmp_path):
     data, checkpoint = diag_run
     out, losses = tmp_path / "diagnosis.json", tmp_path / "losses.npz"
-    run([sys.executable, REPO / "scripts" / "diagnose_assistant.py", "--data", data,
+    run([BIN / "autoassist-diagnose", "--data", data,
          "--checkpoint", checkpoint, "--out", out, "--losses-out", losses])
     d = json.loads(out.read_text())
     assert d["pairs"] == 2000 and d["lambda"] > 0
@@ -41,17 +44,17 @@ def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(diag_run, tmp_path):
     # the saved losses replay offline (the paper's rule unless set): it learns to skip
     # low-loss pairs, lambda_max=0 skips nothing
     replay_out = tmp_path / "replay.json"
-    run([sys.executable, REPO / "scripts" / "replay_assistant.py", "--data", data,
+    run([sys.executable, "-m", "research.replay_assistant", "--data", data,
          "-s", "src", "-t", "tgt", "--losses", losses, "--batches", "300", "--batch-size", "64",
-         "--set", "", "--set", "lambda_max=0", "--out", replay_out])
+         "--set", "", "--set", "lambda_max=0", "--out", replay_out], cwd=REPO)
     defaults, no_skip = json.loads(replay_out.read_text())["results"]
     assert defaults["spearman_g_loss"] > 0.3 and defaults["lambda"] > 0
     assert (defaults["oracle_skipped_share_reducible_loss"]
             <= defaults["skipped_share_reducible_loss"] < defaults["skipped_share_tokens"])
     assert no_skip["lambda"] == 0 and no_skip["skipped_share_tokens"] == 0
-    bad = run([sys.executable, REPO / "scripts" / "replay_assistant.py", "--data", data,
+    bad = run([sys.executable, "-m", "research.replay_assistant", "--data", data,
                "-s", "src", "-t", "tgt", "--losses", losses, "--set", "lr=2,speed=3"],
-              check=False)
+              check=False, cwd=REPO)
     assert bad.returncode != 0 and "speed=3" in bad.stderr and "weight_decay" in bad.stderr
 
 
@@ -66,8 +69,9 @@ def test_console_command_reports_noise_and_a_verdict(diag_run, tmp_path):
     kept = Path(data) / "train.kept-lines"
     kept.write_text("".join(f"{i + 1}\n" for i in range(len(sources))))
     try:
-        proc = run([BIN / "autoassist-diagnose", "--data", data, "--checkpoint", checkpoint,
-                    "--noise-labels", tmp_path / "labels", "--out", tmp_path / "d.json"])
+        proc = run([sys.executable, "-m", "research.noise_report", "--data", data,
+                    "--checkpoint", checkpoint, "--noise-labels", tmp_path / "labels", "--out",
+                    tmp_path / "d.json"], cwd=REPO)
     finally:
         kept.unlink()
     d = json.loads((tmp_path / "d.json").read_text())
@@ -145,8 +149,6 @@ def test_reducible_shares_and_an_oracle_curve_over_checkpoints(diag_run, tmp_pat
     assert sample[key] == pytest.approx(with_assistant[key], abs=0.05)
 
     # T_k moves with the floor: the paper's rule learns the same labels from reducible losses
-    sys.path.insert(0, str(REPO / "scripts"))
-    import replay_assistant
     from autoassist_fairseq.features.store import FeatureStore, feature_prefix
 
     store = FeatureStore.open(feature_prefix(str(data), "train", "src", "tgt"),
@@ -182,7 +184,7 @@ def test_densities_and_noise_shares_on_constructed_losses():
     assert diagnose.oracle_skipped_loss(losses, ntok, 0.5) == pytest.approx(3 / 113)
     assert diagnose.density(0.1, 0.4) == pytest.approx(0.25) and diagnose.density(0.1, 0) is None
     noisy = np.array([False, False, True, True])
-    shares = diagnose.noise_shares(noisy, np.array([1.0, 1.0, 1.0, 3.0]),
+    shares = noise_report.noise_shares(noisy, np.array([1.0, 1.0, 1.0, 3.0]),
                                    skip=np.array([1.0, 0.0, 0.0, 0.5]))
     assert shares["corpus"] == pytest.approx(4 / 6)
     assert shares["skipped"] == pytest.approx(1.5 / 2.5)
@@ -192,7 +194,7 @@ def test_densities_and_noise_shares_on_constructed_losses():
 def test_noise_by_kind_on_constructed_pairs():
     labels = np.array(["clean", "copy", "clean", "copy", "misaligned"])
     tokens = np.array([10.0, 30.0, 10.0, 10.0, 40.0])
-    kinds = diagnose.noise_by_kind(labels, tokens, skip=np.array([0.5, 1.0, 0.0, 0.0, 0.25]),
+    kinds = noise_report.noise_by_kind(labels, tokens, skip=np.array([0.5, 1.0, 0.0, 0.0, 0.25]),
                                    losses=np.array([1.0, 0.5, 3.0, 1.5, 8.0]))
     assert list(kinds) == ["clean", "copy", "misaligned"]
     assert kinds["clean"] == pytest.approx({"pairs": 2, "token_share": 0.2,
@@ -201,23 +203,23 @@ def test_noise_by_kind_on_constructed_pairs():
     assert kinds["copy"]["skipped_share"] == pytest.approx(0.75)  # token-weighted: 30 of 40
     assert kinds["misaligned"]["token_share"] == pytest.approx(0.4)
     assert "pair_checks_flagged" not in kinds["clean"]
-    above = diagnose.noise_by_kind(labels, tokens, np.zeros(5),
+    above = noise_report.noise_by_kind(labels, tokens, np.zeros(5),
                                    np.array([1.0, 0.5, 3.0, 1.5, 8.0]), floor=0.8)
     assert [above[k]["mean_reducible_loss"] for k in above] == pytest.approx([1.2, 0.35, 7.2])
     flags = np.array([False, True, False, False, True])
-    kinds = diagnose.noise_by_kind(labels, tokens, np.zeros(5), np.ones(5), flags)
+    kinds = noise_report.noise_by_kind(labels, tokens, np.zeros(5), np.ones(5), flags)
     assert [kinds[k]["pair_checks_flagged"] for k in kinds] == [0.0, 0.5, 1.0]
 
 
 def test_noise_labels_need_the_kept_lines(tmp_path):
     (tmp_path / "labels").write_text("clean\nmisaligned\n")
     with pytest.raises(diagnose.DiagnosisError, match="rerun scripts/prepare-corpus.sh"):
-        diagnose.read_noise_labels(str(tmp_path), "train", str(tmp_path / "labels"), 2)
+        noise_report.read_noise_labels(str(tmp_path), "train", str(tmp_path / "labels"), 2)
     (tmp_path / "train.kept-lines").write_text("0\n5\n")
     with pytest.raises(diagnose.DiagnosisError, match="same corpus"):
-        diagnose.read_noise_labels(str(tmp_path), "train", str(tmp_path / "labels"), 2)
+        noise_report.read_noise_labels(str(tmp_path), "train", str(tmp_path / "labels"), 2)
     (tmp_path / "train.kept-lines").write_text("1\n0\n")
-    assert list(diagnose.read_noise_labels(str(tmp_path), "train", str(tmp_path / "labels"),
+    assert list(noise_report.read_noise_labels(str(tmp_path), "train", str(tmp_path / "labels"),
                                            2)) == ["misaligned", "clean"]
 
 

@@ -1,4 +1,4 @@
-"""scripts/drop_noise.py and scripts/compare_results.py: the noise-filter oracle's corpus and
+"""research/drop_noise.py and research/compare_results.py: the noise-filter oracle's corpus and
 its comparison against another benchmark's baseline."""
 
 import json
@@ -11,8 +11,7 @@ import pytest
 
 from utils import REPO
 
-sys.path.insert(0, str(REPO / "scripts"))
-import compare_results  # noqa: E402
+from research import compare_results
 
 LABELS = ("clean", "copy", "clean", "misaligned", "clean", "wrong_lang")
 
@@ -29,7 +28,7 @@ def _noisy_copy(tiny_data, tmp_path):
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, REPO / "scripts" / "drop_noise.py", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "research.drop_noise", *map(str, args)],
                           capture_output=True, text=True, timeout=120, cwd=REPO)
 
 
@@ -104,15 +103,16 @@ def test_arms_are_compared_with_the_other_benchmarks_baseline_of_their_seed(tmp_
     assert "| 1 | baseline | 0.000M" in compare_results.markdown(table)
     for name, results in (("base", base), ("run", run)):
         (tmp_path / f"{name}.json").write_text(json.dumps(results))
-    proc = subprocess.run([sys.executable, REPO / "scripts" / "compare_results.py", "--base",
+    proc = subprocess.run([sys.executable, "-m", "research.compare_results", "--base",
                            tmp_path / "base.json", "--run", tmp_path / "run.json", "--out",
-                           tmp_path / "c.json"], capture_output=True, text=True, timeout=60)
+                           tmp_path / "c.json"], capture_output=True, text=True, timeout=60,
+                          cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     saved = json.loads((tmp_path / "c.json").read_text())
     assert saved["seeds"]["1"]["baseline"]["tokens_to_target_loss_ratio"] == pytest.approx(0.7)
     run["curves"] = {"baseline-s9": run["curves"]["baseline-s1"]}
     (tmp_path / "run.json").write_text(json.dumps(run))
-    proc = subprocess.run([sys.executable, REPO / "scripts" / "compare_results.py", "--base",
+    proc = subprocess.run([sys.executable, "-m", "research.compare_results", "--base",
                            tmp_path / "base.json", "--run", tmp_path / "run.json"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
     assert proc.returncode != 0 and "no seed of --run has a baseline" in proc.stderr

@@ -1,4 +1,4 @@
-"""scripts/fixed_budget.py and fixed_budget_report.py: the arms' flags (a schedule that
+"""research/fixed_budget.py and fixed_budget_report.py: the arms' flags (a schedule that
 decays to zero at each arm's own budget), the summary merge, the matching budget share,
 the converged budget, and a resumable run of three arms on a tiny corpus."""
 
@@ -11,11 +11,11 @@ import pytest
 
 from utils import REPO, TINY_TRANSFORMER
 
-sys.path.insert(0, str(REPO / "scripts"))
-import benchmark  # noqa: E402
-import fixed_budget  # noqa: E402
-import fixed_budget_report as report  # noqa: E402
-import run_reuse  # noqa: E402
+from research import fixed_budget, run_reuse
+from research import fixed_budget_report as report
+from research.bench import BenchmarkError
+from research.bench.flags import get_flag
+from research.bench.logs import HEADER, parse_log, random_rates
 
 CONFIG = TINY_TRANSFORMER + [
     "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt",
@@ -42,12 +42,12 @@ def test_every_arm_decays_its_learning_rate_to_zero_at_its_own_budget(tiny_data,
                                                              "autoassist_translation"),
                              ("random", 0.7, "autoassist_translation")):
         args = fixed_budget.arm_args(arm, share, 1, ctx, "1.0,0.8")
-        assert benchmark.get_flag(args, "--task") == kind
-        assert benchmark.get_flag(args, "--max-update") == str(round(100 * share))
-        assert benchmark.get_flag(args, "--max-epoch") is None
+        assert get_flag(args, "--task") == kind
+        assert get_flag(args, "--max-update") == str(round(100 * share))
+        assert get_flag(args, "--max-epoch") is None
         assert args.count("--lr-scheduler") == 1
-        assert (benchmark.get_flag(args, "--warmup-updates"), benchmark.get_flag(args, "--lr"),
-                benchmark.get_flag(args, "--warmup-init-lr")) == ("4", "0.005", "1e-07")
+        assert (get_flag(args, "--warmup-updates"), get_flag(args, "--lr"),
+                get_flag(args, "--warmup-init-lr")) == ("4", "0.005", "1e-07")
         assert ("--assistant-sync" in args) == (arm != "plain"), arm
         assert ("--assistant-window" in args) == (arm != "plain"), arm
         assert str(tmp_path / fixed_budget.run_name(arm, share, 1)) in " ".join(args)
@@ -72,8 +72,8 @@ def test_every_arm_decays_its_learning_rate_to_zero_at_its_own_budget(tiny_data,
                                                                                   False))
     assert "--assistant-random-rates" in fixed_budget.arm_args("random", 0.7, 1, ctx, "0.9")
     inverse = fixed_budget.arm_args("plain-inverse-sqrt", 1.0, 1, ctx)
-    assert benchmark.get_flag(inverse, "--lr-scheduler") == "inverse_sqrt"
-    assert benchmark.get_flag(inverse, "--max-epoch") == "3"
+    assert get_flag(inverse, "--lr-scheduler") == "inverse_sqrt"
+    assert get_flag(inverse, "--max-epoch") == "3"
     assert "--keep-last-epochs" not in inverse  # every epoch kept, as the long baseline's
 
 
@@ -81,16 +81,16 @@ def test_a_long_run_of_another_session_is_reused_only_for_the_same_command(tmp_p
     args = ["--task", "translation", "--max-epoch", "3", "--seed", "1", "--save-dir", "/a"]
     run = tmp_path / "long"
     (run / "checkpoints").mkdir(parents=True)
-    header = benchmark.HEADER + "python -m fairseq_cli.train /data " + " ".join(
+    header = HEADER + "python -m fairseq_cli.train /data " + " ".join(
         args[:-1]) + " /b/checkpoints\n"
     (run / "train.log").write_text(header + "epoch 001 | ...\n")
     assert run_reuse.reusable_run(run, "/data", args) is False  # still training
     (run / "train.log").write_text(header + "done training in 9.0 seconds\n")
     (run / "checkpoints" / "checkpoint_last.pt").write_bytes(b"")
     assert run_reuse.reusable_run(run, "/data", args) is True
-    with pytest.raises(benchmark.BenchmarkError, match="trained another command"):
+    with pytest.raises(BenchmarkError, match="trained another command"):
         run_reuse.reusable_run(run, "/other-data", args)
-    with pytest.raises(benchmark.BenchmarkError, match="trained another command"):
+    with pytest.raises(BenchmarkError, match="trained another command"):
         run_reuse.reusable_run(run, "/data", args[:3] + ["4"] + args[4:])
     # a run started by fairseq-train itself: the configuration it logged
     (run / "train.log").write_text(
@@ -98,7 +98,7 @@ def test_a_long_run_of_another_session_is_reused_only_for_the_same_command(tmp_p
         "max_epoch=3, lr=[0.002], seed=1, task='translation', save_dir='/b')}\n"
         "done training in 9.0 seconds\n")
     assert run_reuse.reusable_run(run, "/data", args + ["--lr", "0.002"]) is True
-    with pytest.raises(benchmark.BenchmarkError, match=r"--max-epoch 4 \(logged: 3\)"):
+    with pytest.raises(BenchmarkError, match=r"--max-epoch 4 \(logged: 3\)"):
         run_reuse.reusable_run(run, "/data", args[:3] + ["4"] + args[4:])
 
 
@@ -108,7 +108,7 @@ def test_arms_list_keeps_its_order_and_rejects_unknown_arms():
     rules = fixed_budget.parse_arms("plain@1.0", ["reducible"])
     assert rules == [("plain", 1.0)] + [("reducible", s) for s in fixed_budget.RULE_SHARES]
     for bad in ("plain", "foo@0.7", "default@0", "default@x"):
-        with pytest.raises(benchmark.BenchmarkError, match="expected ARM@SHARE"):
+        with pytest.raises(BenchmarkError, match="expected ARM@SHARE"):
             fixed_budget.parse_arms(bad)
 
 
@@ -156,7 +156,7 @@ def test_converged_budget_from_the_last_fifth_improvement(tmp_path):
     first, lasting = report.converged_budget(rows, 0.01)
     assert (first[0], lasting[0]) == (9, 9)
     assert report.converged_budget(rows, 0.001) == (None, None)
-    with pytest.raises(benchmark.BenchmarkError, match="no curve 'x'"):
+    with pytest.raises(BenchmarkError, match="no curve 'x'"):
         report.read_curve(results, "x")
 
 
@@ -173,13 +173,14 @@ def test_readme_table_is_rewritten_between_its_markers_only(tmp_path):
 def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_path):
     config = tmp_path / "tiny.args"
     config.write_text(" ".join(CONFIG) + "\n")
-    cmd = [sys.executable, REPO / "scripts" / "fixed_budget.py", "--data", tiny_data,
+    cmd = [sys.executable, "-m", "research.fixed_budget", "--data", tiny_data,
            "--config", config, "--corpus", "multi30k", "--work", tmp_path / "work",
            "--budget-updates", "12", "--arms", "default@0.5,random@0.5",
            "--skip-bleu", "--results", tmp_path / "results",
            "--extra-args", "--log-interval 2", "--assistant-args", "--assistant-window 256"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env,
+                          cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = json.loads((tmp_path / "results" / "summary.json").read_text())
     assert {(r["arm"], r["budget_share"]) for r in rows} == {("default", 0.5), ("random", 0.5)}
@@ -189,13 +190,14 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
     work = tmp_path / "work" / "multi30k"
     default_log = (work / "default-0.50B-s1" / "train.log").read_text()
     assert "--assistant-sync" in default_log.split("\n", 1)[0]  # deterministic mode
-    rates = benchmark.random_rates(benchmark.parse_log(default_log), default_log)
+    rates = random_rates(parse_log(default_log), default_log)
     assert f"--assistant-random-rates {rates}" in (work / "random-0.50B-s1" /
                                                    "train.log").read_text()
     assert "Fixed-budget comparisons" in (tmp_path / "results" / "README.md").read_text()
     assert (tmp_path / "results" / "curves-multi30k.png").stat().st_size > 0
     # rerunning the command reuses every finished run
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=200, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=200, env=env,
+                          cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.count("finished before: reusing") == 2, proc.stdout
     assert json.loads((tmp_path / "results" / "summary.json").read_text()) == rows

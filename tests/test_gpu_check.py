@@ -1,9 +1,9 @@
-"""scripts/gpu/check.sh --cpu-dry-run: the GPU check's script runs on CPU between GPU runs.
+"""research/gpu/check.sh --cpu-dry-run: the GPU check's script runs on CPU between GPU runs.
 
 The whole dry run starts about ten fairseq trainings (minutes on 2 cores); the suite runs
 the steps that exercise the check's own machinery (environment, a training run read back
 from its log and trace, the CUDA-only skips, a killed Assistant). The benchmark steps run
-with `bash scripts/gpu/check.sh --cpu-dry-run` (docs/gpu.md).
+with `bash research/gpu/check.sh --cpu-dry-run` (docs/gpu.md).
 """
 
 import json
@@ -20,7 +20,7 @@ def test_cpu_dry_run_writes_a_passing_summary(tmp_path):
     out = tmp_path / "out"
     env = dict(os.environ, PYTHON=sys.executable)
     proc = subprocess.run(
-        ["bash", str(REPO / "scripts/gpu/check.sh"), "--cpu-dry-run", "--no-install",
+        ["bash", str(REPO / "research/gpu/check.sh"), "--cpu-dry-run", "--no-install",
          "--steps", STEPS, "--work", str(tmp_path / "work"), "--out", str(out)],
         capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
     summary_path = out / "gpu-check.json"

@@ -1,5 +1,5 @@
-"""Every script of scripts/ (and the autoassist-features command) answers --help with a
-description of each of its options and an example.
+"""Every script of scripts/, the research tools (research/) and the autoassist-features
+command answer --help with a description of each of its options and an example.
 
 Python scripts are checked through their argparse parsers (every action has a help text,
 every parser an epilog with an example) and through the text --help prints; bash
@@ -17,8 +17,9 @@ from scripts_helpers import SCRIPTS, run
 
 PYTHON_SCRIPTS = ["clean_corpus.py", "spm_train_encode.py", "launch_cpu_workers.py",
                   "average_checkpoints.py", "sacrebleu_score.py", "make_synthetic_corpus.py",
-                  "benchmark_assistant.py", "benchmark_padding.py", "config_to_args.py",
-                  "drop_noise.py", "compare_results.py",
+                  "config_to_args.py", "research.benchmark_assistant",
+                  "research.benchmark_padding", "research.drop_noise", "research.compare_results",
+                  "research.bench",
                   "autoassist_fairseq.features.build:cli_main",
                   "autoassist_fairseq.features.check_report:cli_main"]
 BASH_SCRIPTS = ["prepare-corpus.sh", "prepare-wmt14en2de.sh", "evaluate.sh", "demo.sh",
@@ -34,12 +35,16 @@ class _Parsed(Exception):
 
 
 def run_script(target, argv):
-    """Run a script's main (a path under scripts/, or module:function) with *argv*."""
+    """Run a script's main (a path under scripts/, module:function, or a module run as
+    ``python -m``) with *argv*."""
     if ":" in target:
         module, func = target.split(":")
         __import__(module)
         sys.argv = [module] + argv
         return getattr(sys.modules[module], func)(argv)
+    if not target.endswith(".py"):
+        sys.argv = [target] + argv
+        return runpy.run_module(target, run_name="__main__", alter_sys=True)
     sys.argv = [str(SCRIPTS / target)] + argv
     return runpy.run_path(str(SCRIPTS / target), run_name="__main__")
 

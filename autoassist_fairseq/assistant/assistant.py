@@ -17,7 +17,7 @@ from .schedule import AssistantSchedule
 class AssistantHParams:
     """Hyperparameters of the Assistant; the task's ``--assistant-*`` flags fill them.
 
-    Defaults were chosen with ``scripts/benchmark.py`` (see docs/results/multi30k.md, "Changes tried, one at a time"):
+    Defaults were chosen with ``research/bench`` (see docs/results/multi30k.md, "Changes tried, one at a time"):
     lr 4 learned more per Boss token than lr 1 in both measured seeds.
 
     ``rule`` picks the selection rule (:mod:`.rules`); the default is the paper's

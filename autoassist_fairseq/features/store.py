@@ -68,7 +68,7 @@ def token_fingerprint(token_files: Sequence[str]) -> str:
     The lengths' fingerprint misses text edited to other words of the same lengths; this
     one does not. It reads every token once, at every start: 0.23-0.26 s per million pairs
     of the WMT14 sample's mean lengths (92 MB of uint16 ids), so about 1 s on 4M pairs
-    (``scripts/fingerprint_cost.py --pairs 1000000``, on a shared 2-core machine).
+    (``python -m research.fingerprint_cost --pairs 1000000``, on a shared 2-core machine).
     """
     digest = hashlib.sha256()
     for path in token_files:

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Build, on a machine that reaches PyPI, the wheels a GPU machine without a package
-# registry lacks to run scripts/gpu/check.sh: fairseq-fixed (without its torch-linked
+# registry lacks to run research/gpu/check.sh: fairseq-fixed (without its torch-linked
 # extensions, so that it loads against any torch), its dependencies that are not
 # part of a usual PyTorch image, and this package.
 set -euo pipefail
 
 usage() {
     cat <<EOF
-Usage: bash scripts/gpu/build-wheelhouse.sh [--python PY] [--out DIR] [--keep-build]
+Usage: bash research/gpu/build-wheelhouse.sh [--python PY] [--out DIR] [--keep-build]
 
 Puts into DIR (default: gpu-wheelhouse/ in the repository root, git-ignored) the wheels
 for PY's version (default: Python 3.12 from pyenv, the GPU machine's version):
@@ -26,7 +26,7 @@ for PY's version (default: Python 3.12 from pyenv, the GPU machine's version):
 Then checks the folder: one version per distribution, and at most $MAX_MIB MiB in all.
 
 Carry DIR to the GPU machine with the repository (device tool: carry ["gpu-wheelhouse"]) and
-run: bash scripts/gpu/check.sh   (docs/gpu.md).
+run: bash research/gpu/check.sh   (docs/gpu.md).
 
 Options:
   --python PY    interpreter whose version the wheels are for (default: $DEFAULT_PYTHON)
@@ -102,7 +102,7 @@ fi
 rm -rf "$BUILD/src" && mkdir -p "$BUILD/src"
 tar xzf "$SDIST" -C "$BUILD/src"
 SRC="$BUILD/src/fairseq_fixed-$FAIRSEQ_VERSION"
-"$VENV/bin/python" "$REPO_ROOT/scripts/gpu/patch_fairseq_setup.py" "$SRC/setup.py"
+"$VENV/bin/python" "$REPO_ROOT/research/gpu/patch_fairseq_setup.py" "$SRC/setup.py"
 
 # 2. The wheel, built against numpy 2 (whose C API also serves later numpy 2.x).
 log "building fairseq-fixed $FAIRSEQ_VERSION for $TAG without torch-linked extensions"

@@ -1,15 +1,15 @@
 """Reuse of a training run made by another session: is it the same fairseq-train command,
-and has it finished? The command is read from scripts/benchmark.py's header line of the
+and has it finished? The command is read from research/bench's header line of the
 run's train.log, else from the configuration fairseq-train logs at its start (its
 ``Namespace(...)`` of every argument), so runs started by a plain shell script qualify."""
 
 import re
 import shlex
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import HEADER, BenchmarkError, drop_flags, is_flag  # noqa: E402
+from research.bench import BenchmarkError
+from research.bench.flags import drop_flags, is_flag
+from research.bench.logs import HEADER
 
 
 def flag_values(tokens):

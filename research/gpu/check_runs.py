@@ -1,4 +1,4 @@
-"""Training runs of scripts/gpu/check_steps.py and what each step reads from them."""
+"""Training runs of research/gpu/check_steps.py and what each step reads from them."""
 
 import os
 import shutil
@@ -80,7 +80,7 @@ def fairseq_train(ctx, name, flags, finish=True):
 
 def log_records(output, kind="train_inner"):
     """The numeric fields of fairseq's simple-format log lines of one kind."""
-    from benchmark import parse_line  # scripts/ is on the path (check_steps.py)
+    from research.bench.logs import parse_line
 
     return [fields for tag, _, fields in filter(None, map(parse_line, output.splitlines()))
             if tag == kind]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Padding and batch count of AutoAssist's batches against fairseq's, on a real dataset.
 
-    python scripts/benchmark_padding.py work/multi30k --source-lang en --target-lang de
+    python -m research.benchmark_padding work/multi30k --source-lang en --target-lang de
 
 For several ``--assistant-window`` sizes and acceptance rates (each pair accepted with that
 probability), against fairseq's batching of the same accepted pairs (one global length
@@ -27,7 +27,7 @@ def padding(batches, src, tgt):
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  python scripts/benchmark_padding.py work/multi30k "
+        epilog="example:\n  python -m research.benchmark_padding work/multi30k "
                "--source-lang en --target-lang de --windows 2048 4096 --accept 1 0.5")
     parser.add_argument("data", help="data directory written by fairseq-preprocess "
                                      "(its train split is used)")

@@ -3,7 +3,7 @@
 
     autoassist-diagnose --data work/multi30k --checkpoint RUN/checkpoints/checkpoint{1,3,6}.pt \\
         --out multi30k.json
-    python scripts/oracle_curve.py --curve multi30k=multi30k.json --curve tatoeba=tatoeba.json \\
+    python -m research.oracle_curve --curve multi30k=multi30k.json --curve tatoeba=tatoeba.json \\
         --out docs/results/converged/oracle-curve
 
 Reads the curves that ``autoassist-diagnose`` writes for several checkpoints of one run
@@ -20,8 +20,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from autoassist_fairseq.diagnose import curve_row  # noqa: E402
+from autoassist_fairseq.diagnose import curve_row
 
 
 def read_curve(path):

@@ -7,17 +7,17 @@ set -euo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 usage() {
     cat <<EOF
-Usage: bash scripts/gpu/check.sh [--cpu-dry-run] [--steps all|core|perf|NAME,...]
+Usage: bash research/gpu/check.sh [--cpu-dry-run] [--steps all|core|perf|NAME,...]
                                  [--out DIR] [--wheelhouse DIR] [--no-install] [--work DIR]
                                  [--time-limit S]
 
 Run from the repository root of a machine with one CUDA GPU, torch and no fairseq, with
-the folder built by scripts/gpu/build-wheelhouse.sh beside it (gpu-wheelhouse/):
+the folder built by research/gpu/build-wheelhouse.sh beside it (gpu-wheelhouse/):
   1. a virtual environment in WORK/venv that sees the system's packages (torch), with
      fairseq-fixed, this package and the rest from the wheelhouse (pip --no-index); the
      checkout comes first on PYTHONPATH, so that the code under test is the carried one;
   2. a synthetic corpus (scripts/make_synthetic_corpus.py, then scripts/prepare-corpus.sh);
-  3. the steps (python scripts/gpu/check_steps.py --help lists them): fairseq-train on
+  3. the steps (python -m research.gpu.check_steps --help lists them): fairseq-train on
      CUDA in fp32, --fp16 and --amp; a process group of one rank (nccl) with and without
      fairseq's spawn; a killed Assistant under --assistant-fallback error and uniform; the
      Boss's seconds per million tokens against --task translation; an equal-compute
@@ -70,7 +70,7 @@ PY="${PYTHON:-python3}"
 # 1. Environment ---------------------------------------------------------------------------
 if [[ $INSTALL == 1 ]]; then
     ls "$WHEELHOUSE"/fairseq_fixed-*.whl >/dev/null 2>&1 \
-        || die "no fairseq-fixed wheel in $WHEELHOUSE: build it with scripts/gpu/build-wheelhouse.sh and carry the folder (or pass --no-install)"
+        || die "no fairseq-fixed wheel in $WHEELHOUSE: build it with research/gpu/build-wheelhouse.sh and carry the folder (or pass --no-install)"
     VENV="$WORK/venv"
     if [[ ! -x "$VENV/bin/python" ]]; then
         log "virtual environment $VENV (sees $PY's packages)"
@@ -104,7 +104,7 @@ MODULES="torch fairseq fairseq.data.data_utils_fast autoassist_fairseq hydra ome
 "$PY" -c "import importlib, importlib.util, sys
 missing = [m for m in sys.argv[1:] if not importlib.util.find_spec(m.split('.')[0]) or not importlib.import_module(m)]
 sys.exit(f'missing modules: {missing}' if missing else 0)" $MODULES \
-    || die "$PY cannot import what the check needs (above): carry the wheels (scripts/gpu/build-wheelhouse.sh)"
+    || die "$PY cannot import what the check needs (above): carry the wheels (research/gpu/build-wheelhouse.sh)"
 
 # 2. Corpus --------------------------------------------------------------------------------
 if [[ $DRY == 1 ]]; then
@@ -128,4 +128,4 @@ ARGS=(--data "$DATA" --out "$OUT_DIR" --work "$WORK/runs" --steps "$STEPS")
 [[ $DRY == 0 ]] || ARGS+=(--cpu-dry-run)
 [[ -z "$LIMIT" ]] || ARGS+=(--time-limit "$(( LIMIT - SECONDS ))")
 cd "$REPO_ROOT"
-exec "$PY" "$REPO_ROOT/scripts/gpu/check_steps.py" "${ARGS[@]}"
+exec "$PY" -m research.gpu.check_steps "${ARGS[@]}"

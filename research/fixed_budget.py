@@ -2,11 +2,11 @@
 """Fixed-budget comparisons: every arm trains a share of a budget of B updates with a
 learning rate that decays to zero at the arm's own budget.
 
-    python scripts/fixed_budget.py --data DIR --config NAME --corpus NAME --work DIR
+    python -m research.fixed_budget --data DIR --config NAME --corpus NAME --work DIR
         (--budget-epochs N | --budget-updates N) [--seed S ...] [--arms ARM@SHARE,...]
         [--rule NAME="ARGS" ...] [--inverse-sqrt-run DIR] [--async] [--skip-bleu]
         [--extra-args "..."] [--assistant-args "..."] [--results DIR]
-    python scripts/fixed_budget.py --measure-budget RESULTS.json|train.log [--curve NAME]
+    python -m research.fixed_budget --measure-budget RESULTS.json|train.log [--curve NAME]
 
 Arms (ARM@SHARE trains round(SHARE x B) updates, ``--max-update``):
 
@@ -42,13 +42,15 @@ import signal
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import fixed_budget_report as report  # noqa: E402
-from benchmark import (REPO, BenchmarkError, baseline_batches, baseline_tokens_at,  # noqa: E402
-                       budget_updates, build_curve, build_run_args, data_langs, drop_flags,
-                       find_config, get_flag, other_cpu_share, parse_arm, parse_log,
-                       random_rates, read_args_file, run_bleu, run_training)
-from run_reuse import reusable_run  # noqa: E402
+from research import fixed_budget_report as report
+from research.bench import REPO, BenchmarkError
+from research.bench.budgets import baseline_batches, baseline_tokens_at, budget_updates
+from research.bench.cli import parse_arm
+from research.bench.flags import build_run_args, data_langs, drop_flags, find_config, get_flag, \
+    read_args_file
+from research.bench.logs import build_curve, parse_log, random_rates
+from research.bench.runs import other_cpu_share, run_bleu, run_training
+from research.run_reuse import reusable_run
 
 DEFAULT_ARMS = "plain@1.0,default@0.7,plain@0.7,random@0.7,default@0.55,default@0.85," \
                "plain-inverse-sqrt@1.0"  # most informative first

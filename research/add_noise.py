@@ -17,7 +17,7 @@ corrupted pair never feeds another. Writes OUT.SRC, OUT.TGT (plain UTF-8) and OU
 (one line per pair: ``clean`` or its noise kind) and prints the counts. Only the
 training set is written: valid and test stay clean. Example::
 
-    python scripts/add_noise.py --src en --tgt de \\
+    python -m research.add_noise --src en --tgt de \\
         --train /work/shared/data/tatoeba-de-en/train --out work/noisy/train --share 0.25
     bash scripts/prepare-corpus.sh --src en --tgt de --train work/noisy/train \\
         --valid /work/shared/data/tatoeba-de-en/valid \\
@@ -153,7 +153,7 @@ def add_noise(src, tgt, share=0.25, mix=None, seed=1, truncate_range=(0.2, 0.6))
 def parse_cli(argv):
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  python scripts/add_noise.py --src en --tgt de --train raw/train "
+        epilog="example:\n  python -m research.add_noise --src en --tgt de --train raw/train "
                "--out noisy/train --share 0.25 --mix misaligned=0.4,copy=0.2,wrong_lang=0.2,"
                "truncated=0.2 --seed 1")
     p.add_argument("--src", required=True, help="source language suffix (e.g. en)")

@@ -1,14 +1,14 @@
 #!/bin/bash
 # A long plain-fairseq run for an oracle curve over training: --task translation (as
-# scripts/benchmark.py's baseline arm runs it) with the flags of a config's .args file, every
+# research/bench's baseline arm runs it) with the flags of a config's .args file, every
 # epoch's checkpoint kept (its --keep-last-epochs, --task, --user-dir, --seed and --max-epoch
 # are dropped). Resumable: rerun the same command (fairseq resumes from checkpoint_last.pt).
 # Its train.log (OUT/train.log) holds the per-epoch validation losses.
 #
-#   bash scripts/long_baseline.sh DATA OUT [CONFIG.args] -- [more fairseq-train flags]
-#   bash scripts/long_baseline.sh work/multi30k work/long/multi30k-baseline-s1 -- \
+#   bash research/long_baseline.sh DATA OUT [CONFIG.args] -- [more fairseq-train flags]
+#   bash research/long_baseline.sh work/multi30k work/long/multi30k-baseline-s1 -- \
 #       --source-lang en --target-lang de --max-epoch 30 --seed 1
-#   bash scripts/long_baseline.sh work/tatoeba work/long/tatoeba-baseline-s1 -- \
+#   bash research/long_baseline.sh work/tatoeba work/long/tatoeba-baseline-s1 -- \
 #       --source-lang de --target-lang en --max-epoch 10 --save-interval-updates 210 \
 #       --keep-interval-updates -1 --seed 1
 set -euo pipefail

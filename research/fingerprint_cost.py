@@ -7,7 +7,7 @@ tokenized training text plus the end-of-sentence token, hashes them twice (the s
 comes from the page cache, as at a run's start right after preprocessing) and prints the
 seconds, and the same scaled to 4M pairs.
 
-    python scripts/fingerprint_cost.py --pairs 1000000 \
+    python -m research.fingerprint_cost --pairs 1000000 \
         --sample ../shared/data/wmt14-en-de-sample/train-sample-tok
 """
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Compare the arms of one benchmark against the baseline of another, seed by seed.
 
-``scripts/benchmark.py`` compares arms trained on the same data. Some questions need a
+``research/bench`` compares arms trained on the same data. Some questions need a
 baseline from other data with the same validation and test sets: the noise-filter oracle
-(plain fairseq on a noisy corpus without its noisy pairs, ``scripts/drop_noise.py``)
+(plain fairseq on a noisy corpus without its noisy pairs, ``research/drop_noise.py``)
 against the baseline on the whole noisy corpus, for instance. This script reads the
 ``results.json`` files of both and computes, for every arm of ``--run`` and every seed it
 shares with ``--base``, the figures of benchmark.py's equal-compute table against the
@@ -11,7 +11,7 @@ shares with ``--base``, the figures of benchmark.py's equal-compute table agains
 at equal wall time, and the tokens and wall time to reach that baseline's best validation
 loss and its final BLEU minus 0.2. Example::
 
-    python scripts/compare_results.py \\
+    python -m research.compare_results \\
         --base docs/results/multi30k-noisy/results.json \\
         --base docs/results/multi30k-noisy-seed2/results.json \\
         --run work/bench-m30k-noisy-oracle/results.json --out comparison.json
@@ -23,8 +23,8 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import arm_metrics, fmt, fmt_tokens  # noqa: E402
+from research.bench.metrics import arm_metrics
+from research.bench.report import fmt, fmt_tokens
 
 
 def load(path):
@@ -34,7 +34,7 @@ def load(path):
         raise SystemExit(f"compare_results.py: error: cannot read {path}: {err}")
     if "curves" not in results or "bleu_curves" not in results:
         raise SystemExit(f"compare_results.py: error: {path} has no curves: give a "
-                         "results.json written by scripts/benchmark.py")
+                         "results.json written by research/bench")
     return results
 
 
@@ -91,7 +91,7 @@ def markdown(table):
 def main(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        epilog="example: python scripts/compare_results.py --base "
+        epilog="example: python -m research.compare_results --base "
                "docs/results/multi30k-noisy/results.json --run "
                "work/bench-m30k-noisy-oracle/results.json --out comparison.json")
     p.add_argument("--base", action="append", required=True, type=Path,
@@ -104,7 +104,7 @@ def main(argv=None):
     print(text)
     if a.out:
         a.out.write_text(json.dumps({
-            "command": ["scripts/compare_results.py"] + (sys.argv[1:] if argv is None else argv),
+            "command": ["research/compare_results.py"] + (sys.argv[1:] if argv is None else argv),
             "base": [str(b) for b in a.base], "run": str(a.run),
             "seeds": {str(s): arms for s, arms in table.items()}, "table": text}, indent=2) + "\n")
     return table

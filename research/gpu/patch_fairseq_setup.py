@@ -10,7 +10,7 @@ needs data_utils_fast. This script removes the torch import and the torch-linked
 extensions, and stops with an error when setup.py does not have the expected shape (a new
 fairseq-fixed release), rather than building something else silently.
 
-Usage: python scripts/gpu/patch_fairseq_setup.py PATH/TO/fairseq_fixed-X/setup.py
+Usage: python -m research.gpu.patch_fairseq_setup PATH/TO/fairseq_fixed-X/setup.py
 """
 
 import re
@@ -31,12 +31,12 @@ def patch(text):
         raise SystemExit(
             "patch_fairseq_setup: setup.py does not have the shape of fairseq-fixed "
             "0.12.3.1 (one torch import, one block of torch extensions); pin "
-            "FAIRSEQ_VERSION=0.12.3.1 in scripts/gpu/build-wheelhouse.sh or update this patch"
+            "FAIRSEQ_VERSION=0.12.3.1 in research/gpu/build-wheelhouse.sh or update this patch"
         )
     text = text.replace(TORCH_IMPORT, "")
     text = TORCH_EXTENSIONS.sub(
         "\n# torch-linked extensions (libbase, libnat, alignment_train_*) left out: see "
-        "autoassist-fairseq's scripts/gpu/patch_fairseq_setup.py\ncmdclass = {}\n",
+        "autoassist-fairseq's research/gpu/patch_fairseq_setup.py\ncmdclass = {}\n",
         text,
     )
     if "cpp_extension" in text:

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The steps of scripts/gpu/check.sh: each prints PASS, FAIL or SKIP with its figures, and
+"""The steps of research/gpu/check.sh: each prints PASS, FAIL or SKIP with its figures, and
 all go into one JSON summary (OUT/gpu-check.json; the runs' logs: OUT/gpu-check.log).
 
-    python scripts/gpu/check_steps.py --data DIR --out DIR --work DIR
+    python -m research.gpu.check_steps --data DIR --out DIR --work DIR
         [--cpu-dry-run] [--steps all|core|perf|NAME,...] [--time-limit S]
 
 Steps (``core``: the first eight; ``perf``: the last two):
@@ -19,9 +19,9 @@ Steps (``core``: the first eight; ``perf``: the last two):
   kill_error     SIGKILL to the Assistant under --assistant-fallback error: the run stops
                  within seconds naming the cause, no process left behind
   kill_uniform   the same under uniform: the run continues and ends normally
-  overhead       scripts/benchmark_overhead.py: the Boss's seconds per million tokens,
+  overhead       research/benchmark_overhead.py: the Boss's seconds per million tokens,
                  --task translation against autoassist with lambda_max 0 (goal: ratio 1.02)
-  equal_compute  scripts/benchmark.py: baseline, the default and the random control at
+  equal_compute  research/bench: baseline, the default and the random control at
                  the baseline's updates; valid loss and Boss tokens per second per arm
 
 --cpu-dry-run: the same on CPU with tiny sizes; CUDA-only steps SKIP with the reason.
@@ -38,8 +38,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
-from check_runs import Run, fairseq_train, kill_assistant_during, train_checks  # noqa: E402
+from research.bench.flags import drop_flags, find_config, read_args_file
+from research.gpu.check_runs import Run, fairseq_train, kill_assistant_during, train_checks
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = ["env", "train_fp32", "train_fp16", "train_amp", "distributed", "spawn",
@@ -65,16 +65,14 @@ NO_SPAWN_ON_CPU = ("fairseq spawns min(CUDA devices, world size) processes: none
 
 def write_config(ctx):
     """The profile's config without --cpu (on a GPU) and the flags each step sets itself."""
-    import benchmark
-
-    tokens = benchmark.read_args_file(benchmark.find_config(ctx["profile"]["config"]))
+    tokens = read_args_file(find_config(ctx["profile"]["config"]))
     drop = {"--max-epoch", "--keep-last-epochs", "--no-epoch-checkpoints", "--log-interval"}
     if not ctx["dry"]:
         drop.add("--cpu")
-    tokens = benchmark.drop_flags(tokens, drop)
+    tokens = drop_flags(tokens, drop)
     tokens += ["--log-interval", str(ctx["profile"]["log_interval"])] + ctx["profile"]["extra"]
     path = ctx["work"] / "check.args"
-    path.write_text("# fairseq-train flags of the check, written by scripts/gpu/check_steps.py\n"
+    path.write_text("# fairseq-train flags of the check, written by research/gpu/check_steps.py\n"
                     + shlex.join(tokens) + "\n")
     return tokens, path
 
@@ -138,13 +136,13 @@ def step_kill(ctx, fallback):
 
 def step_overhead(ctx):
     out = ctx["out"] / "overhead.json"
-    cmd = [sys.executable, str(REPO / "scripts/gpu/run_benchmark.py"), "overhead",
+    cmd = [sys.executable, "-m", "research.gpu.run_benchmark", "overhead",
            "--data", str(ctx["data"]), "--config", str(ctx["config_path"]), "--out", str(out),
            "--updates", str(ctx["profile"]["overhead_updates"]),
            "--repeats", str(ctx["profile"]["repeats"]), "--work", str(ctx["work"] / "overhead")]
     run = Run.start(ctx, "overhead", cmd + ([] if ctx["dry"] else ["--gpu"])).finish(ctx)
     if run.returncode != 0 or not out.exists():
-        return "FAIL", f"benchmark_overhead.py exited with {run.returncode}", {}
+        return "FAIL", f"research.benchmark_overhead exited with {run.returncode}", {}
     res = json.loads(out.read_text())
     fig = {"seconds_per_mtok": res["seconds_per_mtok"], "ratio": res["ratio"],
            "ratio_interval95": res["ratio_interval95"], "goal": res["goal"]}
@@ -155,14 +153,14 @@ def step_overhead(ctx):
 
 def step_equal_compute(ctx):
     bench = ctx["work"] / "equal-compute"
-    cmd = [sys.executable, str(REPO / "scripts/gpu/run_benchmark.py"), "benchmark",
+    cmd = [sys.executable, "-m", "research.gpu.run_benchmark", "benchmark",
            "--data", str(ctx["data"]), "--config", str(ctx["config_path"]), "--out", str(bench),
            "--max-update", str(ctx["profile"]["equal_updates"]), "--seed", "1", "--skip-bleu",
            "--validations", str(ctx["profile"]["validations"])]
     run = Run.start(ctx, "equal_compute", cmd + ([] if ctx["dry"] else ["--gpu"])).finish(ctx)
     results = bench / "results.json"
     if run.returncode != 0 or not results.exists():
-        return "FAIL", f"benchmark.py exited with {run.returncode}", {}
+        return "FAIL", f"research.bench exited with {run.returncode}", {}
     for name in ("results.json", "results.md"):
         (ctx["out"] / f"equal-compute-{name}").write_bytes((bench / name).read_bytes())
     arms = json.loads(results.read_text())["arms"]

@@ -2,7 +2,7 @@
 """Approximate reducible-loss densities of diagnosis files written before autoassist-diagnose
 reported the reducible loss (their shares are of the raw, label-smoothed loss).
 
-    python scripts/reducible_from_raw.py docs/results/*/diagnosis*.json [--floor NATS]
+    python -m research.reducible_from_raw docs/results/*/diagnosis*.json [--floor NATS]
 
 With the floor F (nats a token) and the mean loss L, a raw share r of the loss at token
 share s is r L = s F + s' (L - F), so the reducible share is s' = (r L - s F) / (L - F).
@@ -14,11 +14,8 @@ exact ones. The default floor is losses.label_smoothing_floor(0.1, 7824), Multi3
 
 import argparse
 import json
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from autoassist_fairseq.losses import label_smoothing_floor  # noqa: E402
+from autoassist_fairseq.losses import label_smoothing_floor
 
 
 def reducible_share(raw_share, token_share, mean_loss, floor):

@@ -2,8 +2,8 @@
 """Benchmark of the Assistant's CPU side, on one core: feature building, memory of a
 second mapping process, scoring, learning and batch generation.
 
-    python scripts/benchmark_assistant.py --pairs 1000000 --out docs/results/assistant_1M.json
-    python scripts/benchmark_assistant.py --data work/multi30k -s en -t de --out FILE.json
+    python -m research.benchmark_assistant --pairs 1000000 --out docs/results/assistant_1M.json
+    python -m research.benchmark_assistant --data work/multi30k -s en -t de --out FILE.json
 
 It writes a generated binarised corpus (random lengths 5-60, Zipf-distributed tokens
 over a 32k joint vocabulary) with fairseq's own dataset builder, or links the train split
@@ -103,7 +103,7 @@ print(json.dumps({{'before': before, 'mapped': mapped, 'scored': scored}}))
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  python scripts/benchmark_assistant.py --pairs 100000 "
+        epilog="example:\n  python -m research.benchmark_assistant --pairs 100000 "
                "--out /tmp/assistant_100k.json")
     parser.add_argument("--pairs", type=int, default=1_000_000,
                         help="pairs of the generated corpus (default 1000000)")

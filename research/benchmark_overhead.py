@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Assistant's overhead on the Boss: seconds per million Boss tokens, with and without it.
 
-    python scripts/benchmark_overhead.py --data DIR --config NAME --out FILE.json
+    python -m research.benchmark_overhead --data DIR --config NAME --out FILE.json
         [--updates 300] [--repeats 3] [--seed 1] [--extra-args "..."] [--autoassist-args "..."]
 
 Runs, alternating within one invocation on the same data, config and seed: ``--task
@@ -15,7 +15,7 @@ update to its last: training steps and the wait for every batch, collation and t
 Assistant included), recovered per epoch as ``wpb * updates / wps``: both are logged with a
 decimal, where ``train_wall`` is rounded to whole seconds; Boss tokens = non-padding source +
 target tokens (EOS included): ``aa_boss_tok`` of the AutoAssist log, and for the baseline
-the same count of fairseq's batches it trained (scripts/benchmark.py's recount). The JSON
+the same count of fairseq's batches it trained (research/bench's recount). The JSON
 holds both figures per run and their means, the ratio AutoAssist / baseline (goal: within
 1.02) with a 95% interval from the repeats' paired ratios (Student's t on their logs), the
 CPU model and the share of the machine's CPU other processes used during each run (above a
@@ -38,9 +38,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import benchmark  # noqa: E402
-from benchmark import BenchmarkError  # noqa: E402
+from research.bench import BenchmarkError
+from research.bench.budgets import baseline_batches, baseline_tokens_at
+from research.bench.flags import build_run_args, data_langs, find_config, read_args_file
+from research.bench.logs import parse_log
+from research.bench.runs import machine_record, other_cpu_share, run_training
 
 ARMS = {"translation": [], "autoassist_lambda0": ["--assistant-lambda-max", "0"]}
 
@@ -75,16 +77,16 @@ def ratio_interval(ratios, level=0.95):
 def measure(arm, rep, ctx):
     """Train one arm once; returns its figures."""
     name = f"{arm}-r{rep}"
-    args = benchmark.build_run_args(
+    args = build_run_args(
         ctx["tokens"], "baseline" if arm == "translation" else arm, ctx["seed"],
         ctx["work"] / name / "checkpoints", ["--max-update", str(ctx["updates"])],
         ctx["extra"] + ["--no-save", "--disable-validation"],
         ARMS[arm] + (ctx["autoassist_args"] if arm != "translation" else []), ctx["langs"])
-    records = benchmark.parse_log(benchmark.run_training(name, ctx["data"], args, ctx["work"]))
+    records = parse_log(run_training(name, ctx["data"], args, ctx["work"]))
     last = max((r for r in records if r["tag"] == "train"), key=lambda r: r["num_updates"],
                default={})
     if arm == "translation":
-        tokens = benchmark.baseline_tokens_at(ctx["counts"], ctx["update_freq"], ctx["seed"],
+        tokens = baseline_tokens_at(ctx["counts"], ctx["update_freq"], ctx["seed"],
                                               int(last.get("epoch", 1)),
                                               int(last.get("num_updates", 0)))[0]
     else:
@@ -92,13 +94,13 @@ def measure(arm, rep, ctx):
     seconds, tokens, pace = boss_pace(records, tokens)
     return {"run": name, "updates": int(last.get("num_updates", 0)), "boss_seconds": seconds,
             "boss_tokens": int(tokens), "seconds_per_mtok": pace,
-            "other_cpu_share": benchmark.other_cpu_share(ctx["work"] / name / "cpu.json")}
+            "other_cpu_share": other_cpu_share(ctx["work"] / name / "cpu.json")}
 
 
 def parse_cli(argv):
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  python scripts/benchmark_overhead.py --data work/multi30k --config "
+        epilog="example:\n  python -m research.benchmark_overhead --data work/multi30k --config "
                "multi30k/transformer_small --out work/overhead.json --updates 300 --repeats 3")
     p.add_argument("--data", required=True, type=Path,
                    help="a data directory written by scripts/prepare-corpus.sh")
@@ -130,13 +132,13 @@ def main(argv=None):
             raise BenchmarkError(f"--boss-threads {a.boss_threads} must be >= 1")
         os.environ["OMP_NUM_THREADS"] = str(a.boss_threads)  # read by each training's torch
     data = a.data.resolve()
-    config = benchmark.find_config(a.config).resolve()
-    tokens, extra = benchmark.read_args_file(config), shlex.split(a.extra_args)
-    langs = benchmark.data_langs(data, tokens, extra)
+    config = find_config(a.config).resolve()
+    tokens, extra = read_args_file(config), shlex.split(a.extra_args)
+    langs = data_langs(data, tokens, extra)
     with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
         work = (a.work or Path(tmp)).resolve()
-        probe = benchmark.build_run_args(tokens, "baseline", a.seed, work, [], extra, [], langs)
-        counts, update_freq = benchmark.baseline_batches(data, probe, a.seed)
+        probe = build_run_args(tokens, "baseline", a.seed, work, [], extra, [], langs)
+        counts, update_freq = baseline_batches(data, probe, a.seed)
         ctx = {"data": data, "tokens": tokens, "extra": extra, "langs": langs, "seed": a.seed,
                "autoassist_args": shlex.split(a.autoassist_args),
                "updates": a.updates, "work": work, "counts": counts, "update_freq": update_freq}
@@ -155,7 +157,7 @@ def main(argv=None):
         "goal": "ratio within 1.02", "runs": runs, "boss_threads": a.boss_threads,
         "other_cpu_share_max": max((r["other_cpu_share"] or 0.0)
                                    for rs in runs.values() for r in rs),
-        "machine": benchmark.machine_record(), "updates": a.updates,
+        "machine": machine_record(), "updates": a.updates,
         "repeats": a.repeats, "seed": a.seed, "config": str(config), "data": str(data),
         "command": [sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv)),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z")}

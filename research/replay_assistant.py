@@ -3,7 +3,7 @@
 
     autoassist-diagnose --data work/multi30k \\
         --checkpoint OUT/autoassist-s1/checkpoints/checkpoint12.pt --losses-out losses.npz
-    python scripts/replay_assistant.py --data work/multi30k -s en -t de --losses losses.npz \\
+    python -m research.replay_assistant --data work/multi30k -s en -t de --losses losses.npz \\
         --set lr=1 --set lr=4 --set lr=4,weight_decay=1e-4
 
 Each ``--set`` (``--assistant-*`` names without the prefix, comma-separated) starts a fresh
@@ -31,12 +31,9 @@ from dataclasses import asdict
 
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
-from autoassist_fairseq.assistant import Assistant, AssistantHParams  # noqa: E402
-from autoassist_fairseq.diagnose import skip_figures  # noqa: E402
-from autoassist_fairseq.features.store import FeatureStore, feature_prefix  # noqa: E402
+from autoassist_fairseq.assistant import Assistant, AssistantHParams
+from autoassist_fairseq.diagnose import skip_figures
+from autoassist_fairseq.features.store import FeatureStore, feature_prefix
 
 
 def parse_setting(text):

@@ -5,7 +5,7 @@ A noise-aware selection rule can at best leave out every noisy pair and nothing 
 Training plain fairseq on what remains measures that bound: if even the clean pairs alone
 do not reach the noisy baseline's loss with clearly fewer Boss tokens, no rule can by
 skipping the noise. This script writes that corpus from a directory of
-``scripts/prepare-corpus.sh`` whose training pairs carry labels (``scripts/add_noise.py``):
+``scripts/prepare-corpus.sh`` whose training pairs carry labels (``research/add_noise.py``):
 
 * ``OUT/train.SRC-TGT.{SRC,TGT}.{bin,idx}``: the binarised training pairs whose label is
   ``clean``, copied token for token (same dictionary, same subwords: validation losses of
@@ -13,15 +13,14 @@ skipping the noise. This script writes that corpus from a directory of
 * ``OUT/train.kept-lines``: their raw line numbers, as prepare-corpus.sh writes them;
 * the dictionaries, valid and test splits, ``raw/`` and ``spm/`` linked to DATA's;
 * ``OUT/train.SRC-TGT.autoassist.*``: the TF-IDF features (``autoassist-features``), so that
-  ``scripts/benchmark.py --data OUT`` runs every arm.
+  ``python -m research.bench --data OUT`` runs every arm.
 
 Example::
 
-    python scripts/drop_noise.py --data work/multi30k-noisy --out work/multi30k-noisy-oracle
+    python -m research.drop_noise --data work/multi30k-noisy --out work/multi30k-noisy-oracle
 """
 
 import argparse
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -42,7 +41,7 @@ def language_pair(data):
 def read_labels(data):
     """Per binarised training pair, its label: DATA/train.noise-labels through train.kept-lines."""
     labels_path, kept_path = data / "train.noise-labels", data / "train.kept-lines"
-    for path, why in ((labels_path, "copy the OUT.labels of scripts/add_noise.py there"),
+    for path, why in ((labels_path, "copy the OUT.labels of research/add_noise.py there"),
                       (kept_path, "rerun scripts/prepare-corpus.sh, which writes it")):
         if not path.exists():
             raise SystemExit(f"drop_noise.py: error: {path} not found: {why}")
@@ -113,7 +112,7 @@ def drop_noise(data, out):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                epilog="example: python scripts/drop_noise.py --data "
+                                epilog="example: python -m research.drop_noise --data "
                                        "work/multi30k-noisy --out work/multi30k-noisy-oracle")
     p.add_argument("--data", required=True, type=Path,
                    help="directory of scripts/prepare-corpus.sh with train.noise-labels")
@@ -123,5 +122,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     main()

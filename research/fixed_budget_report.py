@@ -1,8 +1,8 @@
-"""The figures of the fixed-budget comparisons (scripts/fixed_budget.py): the budget B where
+"""The figures of the fixed-budget comparisons (research/fixed_budget.py): the budget B where
 plain fairseq has converged, the summary.json that several sessions add to, the smallest
 budget share at which an arm matches plain fairseq at B, and the README table.
 
-    python scripts/fixed_budget_report.py --measure-budget RESULTS.json|train.log
+    python -m research.fixed_budget_report --measure-budget RESULTS.json|train.log
         [--curve baseline-s1] [--threshold 0.01]
 
 prints, for every validation of a plain run, the relative improvement of its validation
@@ -15,14 +15,15 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import BenchmarkError, parse_log, value_at  # noqa: E402
+from research.bench import BenchmarkError
+from research.bench.logs import parse_log
+from research.bench.metrics import value_at
 
 SUMMARY_KEYS = ("corpus", "seed", "arm", "budget_share", "valid_loss", "valid_reducible_loss",
                 "bleu", "boss_tokens")
 BLEU_MARGIN = 0.3  # an arm matches plain fairseq at B with a test BLEU at most this much lower
 TARGET_ARM = "plain"  # plain fairseq, schedule decaying to zero at B: the target
-TABLE_START = "<!-- fixed-budget table: written by scripts/fixed_budget.py -->"
+TABLE_START = "<!-- fixed-budget table: written by research/fixed_budget.py -->"
 TABLE_END = "<!-- end of fixed-budget table -->"
 
 
