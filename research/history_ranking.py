@@ -69,7 +69,11 @@ def history_rows(files, token_share):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python -m research.history_ranking --losses "
+               "RUN/oracle/losses-epoch1.npz RUN/oracle/losses-epoch2.npz --out rows.json")
     p.add_argument("--losses", nargs="+", required=True,
                    help="autoassist-diagnose --losses-out files of one run, in training order")
     p.add_argument("--token-share", type=float, default=0.35,
