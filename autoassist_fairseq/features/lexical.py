@@ -65,7 +65,8 @@ def _triples(src: sp.csr_matrix, tgt: sp.csr_matrix):
     return e, tgt.indices[position], position
 
 
-def fit_table(src: sp.csr_matrix, tgt: sp.csr_matrix, iterations: int = _ITERATIONS) -> sp.csr_matrix:
+def fit_table(src: sp.csr_matrix, tgt: sp.csr_matrix,
+              iterations: int = _ITERATIONS) -> sp.csr_matrix:
     """IBM Model 1 t(target subword | source subword) (vocabulary x vocabulary, sparse) by EM
     over *src*, *tgt* (binary subword presence of the sample's pairs), pruned below
     :data:`MIN_PROBABILITY`."""
@@ -142,7 +143,8 @@ def lexical_scores(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
             df = np.bincount(b[fit_rows].indices, minlength=b.shape[1])
             known = (df >= _MIN_COUNT).astype(np.float32)
             # log P(subword | a random side): what the table gives any side
-            share = np.bincount(a[fit_rows].indices, minlength=a.shape[1]) / len(fit_rows)
+            share = np.bincount(a[fit_rows].indices,
+                                minlength=a.shape[1]) / max(len(fit_rows), 1)
             baseline = np.log(np.clip(share @ table, np.exp(FLOOR), 1.0)) - FLOOR
             if score_rows is None:
                 out[:, col] = side_scores(a, b, table, known, baseline, joined)
@@ -151,7 +153,3 @@ def lexical_scores(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                                                    baseline, joined)
     return out
 
-
-def lexical_score(scores: np.ndarray) -> np.ndarray:
-    """The pair's score: the smaller of its sides' (NaN only where both are)."""
-    return np.fmin(scores[:, 0], scores[:, 1])

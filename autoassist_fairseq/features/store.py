@@ -19,7 +19,8 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .pair_checks import COLUMNS, OLDER_WIDTHS, PairCheckSettings, check_languages_differ, flag_counts, flagged
+from .pair_checks import (COLUMNS, OLDER_WIDTHS, PairCheckSettings, check_languages_differ,
+                          flag_counts, flagged)
 
 FORMAT_VERSION = 1
 _ARRAYS = ("indptr", "indices", "data")
