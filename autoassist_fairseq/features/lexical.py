@@ -22,7 +22,7 @@ Two folds: a pair of the fitting sample is scored by the table fitted on the oth
 never by one fitted on it (a word seen once would otherwise explain its own pair's words
 and every misaligned pair would look translated). All sums are numpy/scipy sparse products:
 the EM over the (source subword, target subword) co-occurrences of at most
-:data:`_FIT_PAIRS` pairs, the scoring over the table pruned at :data:`MIN_PROBABILITY`,
+:data:`_FIT_PAIRS` pairs, the scoring over the table pruned to the likelier entries,
 :data:`_ROWS_PER_STEP` pairs at a time.
 """
 
@@ -38,8 +38,9 @@ LEXICAL_BAR = -0.5
 MIN_PROBABILITY = 0.01
 FLOOR = float(np.log(MIN_PROBABILITY))
 _FIT_PAIRS = 50_000  # pairs the tables are fitted on (a random sample beyond that)
-_MAX_TRIPLES = 20_000_000  # (pair, source, target) subword triples of the sample, at most
+_MAX_TRIPLES = 10_000_000  # (pair, source, target) subword triples of the sample, at most
 _ITERATIONS = 5  # EM iterations
+_TOP_ENTRIES = 8  # likeliest translations of a subword kept in the table
 _MIN_SUBWORDS = 2  # subwords a side needs (not copied, known to the table) to be scored
 _MIN_COUNT = 5  # pairs of a fold a subword must occur in for its table to know it
 _ROWS_PER_STEP = 100_000
@@ -68,8 +69,8 @@ def _triples(src: sp.csr_matrix, tgt: sp.csr_matrix):
 def fit_table(src: sp.csr_matrix, tgt: sp.csr_matrix,
               iterations: int = _ITERATIONS) -> sp.csr_matrix:
     """IBM Model 1 t(target subword | source subword) (vocabulary x vocabulary, sparse) by EM
-    over *src*, *tgt* (binary subword presence of the sample's pairs), pruned below
-    :data:`MIN_PROBABILITY`."""
+    over *src*, *tgt* (binary subword presence of the sample's pairs), pruned to each source
+    subword's :data:`_TOP_ENTRIES` likeliest translations of at least :data:`MIN_PROBABILITY`."""
     v_src, v_tgt = src.shape[1], tgt.shape[1]
     e, f, group = _triples(src, tgt)  # group: the posterior's normaliser
     entries, cell = np.unique(e.astype(np.int64) * v_tgt + f, return_inverse=True)
@@ -81,7 +82,14 @@ def fit_table(src: sp.csr_matrix, tgt: sp.csr_matrix,
         posterior = value / np.bincount(group, weights=value, minlength=tgt.nnz)[group]
         expected = np.bincount(cell, weights=posterior, minlength=len(entries))
         t = expected / np.bincount(src_of_cell, weights=expected, minlength=v_src)[src_of_cell]
-    keep = t >= MIN_PROBABILITY
+    # each source subword's _TOP_ENTRIES likeliest translations (entries are sorted by source
+    # subword): the scoring's sparse product costs at most that many per subword
+    rank = np.arange(len(t)) - np.repeat(np.searchsorted(src_of_cell, np.arange(v_src)),
+                                         np.bincount(src_of_cell, minlength=v_src))
+    order = np.lexsort((-t, src_of_cell))
+    keep = np.zeros(len(t), dtype=bool)
+    keep[order[rank < _TOP_ENTRIES]] = True
+    keep &= t >= MIN_PROBABILITY
     return sp.csr_matrix((t[keep].astype(np.float32),
                           (src_of_cell[keep], (entries[keep] % v_tgt))), shape=(v_src, v_tgt))
 
