@@ -372,7 +372,8 @@ def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = Non
             out["digits"] = (share, hit)
             margins.append(np.where(hit, share, np.minimum(share - settings.digits_share, -eps)))
         if checks.shape[1] > 8 and not np.isnan(checks[:, 7:9]).all():
-            # the worse side's score; NaN (too few subwords to tell): never flagged
+            # the worse side's score; NaN (too few subwords to tell): never flagged; x4 as
+            # the own-language evidence (nats per subword to a sentence's log-odds)
             score = np.fmin(checks[:, 7], checks[:, 8])
             margin = 4.0 * (settings.lexical_bar - np.where(np.isnan(score), np.inf, score))
             out["lexical"] = (-score, margin > 0)
