@@ -55,7 +55,8 @@ def test_report_scores_each_check_on_the_labelled_pairs(corpus, tmp_path):
     out = tmp_path / "report.json"
     code = check_report.cli_main([str(labelled), "--clean", str(path / "clean"), "--src", "en",
                                   "--tgt", "de", "--out", str(out), "--share", "0.25",
-                                  "--bpe-size", "300", "--workdir", str(tmp_path)])
+                                  "--bpe-size", "300", "--workdir", str(tmp_path),
+                                  "--pair-checks", "language,unrelated,digits,lexical"])
     assert code == 0
     report = json.loads(out.read_text())
     assert report["share"] == 0.25 and report["clean_corpus"] == [str(path / "clean")]
@@ -64,7 +65,10 @@ def test_report_scores_each_check_on_the_labelled_pairs(corpus, tmp_path):
         counts = report["counts"][label]
         assert counts["pairs"] == n == counts["reached_checks"] + counts["dropped_by_cleaning"]
     rate = report["flag_rate"]
-    assert set(rate) == {"cleaning", "language", "unrelated", "digits", "union"}
+    assert set(rate) == {"cleaning", "language", "unrelated", "digits", "lexical", "union"}
+    # the lexical check: another pair's target and a third language have no translations
+    assert rate["lexical"]["V"] < 0.02 and rate["lexical"]["clean"] < 0.02
+    assert rate["lexical"]["A"] > 0.1 and rate["lexical"]["L"] > 0.3
     # a side in a third language and other prices are found, translations left alone
     assert rate["language"]["L"] > 0.4 and rate["digits"]["A"] > 0.3
     assert rate["union"]["V"] < 0.1 and rate["union"]["clean"] < 0.05
@@ -73,8 +77,8 @@ def test_report_scores_each_check_on_the_labelled_pairs(corpus, tmp_path):
         assert rate["union"][label] >= max(rate[c][label] for c in rate if c != "union") - 1e-9
     assert 0.8 < report["precision"] <= 1.0 and 0.6 < report["recall"] <= 1.0
     auc = report["auc"]
-    assert auc["union"] > 0.8 and 0.5 < auc["bicleaner"] < auc["union"]
-    assert report["pair_checks"]["checks"] == ["language", "unrelated", "digits"]
+    assert auc["union"] > 0.8 and 0.5 < auc["bicleaner"] < auc["union"] and auc["lexical"] > 0.6
+    assert report["pair_checks"]["checks"] == ["language", "unrelated", "digits", "lexical"]
 
     # the checks' settings are options: without the digits check it neither runs nor flags
     check_report.cli_main([str(labelled), "--clean", str(path / "clean"), "--src", "en",

@@ -10,7 +10,8 @@ from autoassist_fairseq.features.pair_checks import (COLUMNS, FLAG_PROBABILITY,
                                                      check_scores, digit_scores, flag_counts,
                                                      flagged, language_scores,
                                                      other_language_probability, pair_checks,
-                                                     unrelated_p_value)
+                                                     settings_from_args, unrelated_p_value)
+from autoassist_fairseq.features.lexical import LEXICAL_BAR, lexical_scores
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix
 from autoassist_fairseq.features.tfidf import count_matrix, tfidf_features
 from utils import TINY_TRANSFORMER, read_trace, run, train_args
@@ -93,7 +94,7 @@ def test_all_checks_together():
     src, tgt, kind = _corpus()
     checks = pair_checks(src, tgt)
     assert checks.shape == (len(kind), len(COLUMNS)) and checks.dtype == np.float32
-    assert np.isnan(checks[:, 4:]).all()  # no subword text: the digits check cannot run
+    assert np.isnan(checks[:, 4:7]).all()  # no subword text: the digits check cannot run
     settings = PairCheckSettings(unrelated_p_value=0.1)
     flags = flagged(checks, settings)
     assert flags[np.isin(kind, [COPY, WRONG_LANG])].mean() > 0.98
@@ -105,10 +106,12 @@ def test_all_checks_together():
     only = PairCheckSettings(checks=("unrelated",), unrelated_p_value=0.1)
     assert np.isnan(pair_checks(src, tgt, settings=only)[:, [0, 1, 3]]).all()
     assert not flagged(pair_checks(src, tgt, settings=only), only)[kind == COPY].any()
+    # the lexical check is opt-in: its columns stay empty unless --pair-checks names it
+    assert np.isnan(checks[:, COLUMNS.index("source_translation_score")]).all()
     counts = flag_counts(checks, settings)
     assert counts["flagged"] == flags.sum()
-    assert max(counts["wrong_language"], counts["unrelated"]) <= counts["flagged"] \
-        <= counts["wrong_language"] + counts["unrelated"]
+    assert max(counts["wrong_language"], counts["unrelated"], counts["lexical"]) \
+        <= counts["flagged"] <= counts["wrong_language"] + counts["unrelated"] + counts["lexical"]
 
 
 def test_language_evidence_flags_a_side_in_a_third_language():
@@ -170,6 +173,72 @@ def test_digits_check_flags_other_numbers_not_other_formats():
     wider = PairCheckSettings(digits_share=0.3, digits_one_side=5)
     np.testing.assert_array_equal(check_scores(checks, wider)[0]["digits"][1],
                                   [False, True, False, False, False, True, False])
+
+
+def _lexical_flags(scores, settings=None):
+    checks = np.full((len(scores), len(COLUMNS)), np.nan, np.float32)
+    checks[:, 7:9] = scores
+    return check_scores(checks, settings)[0]["lexical"][1]
+
+
+def test_lexical_check_flags_misaligned_pairs_not_their_translations():
+    """The IBM Model 1 tables, fitted on the corpus itself, explain a translation's words
+    and not those of another pair's target (in the right language, which the language check
+    lets pass); a copy has no words of its own to score and is left to the language check."""
+    src, tgt, kind = _corpus(n=1000)
+    scores = lexical_scores(src, tgt)
+    assert scores.shape == (len(kind), 2) and scores.dtype == np.float32
+    flags = _lexical_flags(scores)
+    assert flags[kind == MISALIGNED].mean() > 0.7 and flags[kind == WRONG_LANG].mean() > 0.5
+    assert flags[kind == CLEAN].mean() < 0.01
+    assert np.isnan(scores[kind == COPY]).all() and not flags[kind == COPY].any()
+    # 20 sources, their translations and then other pairs' translations: those pairs score
+    # below a random pairing's 0 and most are flagged, the other translations stay unflagged
+    clean = np.flatnonzero((kind == CLEAN) & ~flags)
+    moved, donors = clean[:20], clean[20:40]
+    swapped = tgt.tolil()
+    swapped[moved] = tgt[donors]
+    again = lexical_scores(src, swapped.tocsr())
+    assert (np.fmin(*scores[moved].T) > 0).all() and (np.fmin(*again[moved].T) < 0).all()
+    assert _lexical_flags(again)[moved].sum() >= 10
+    assert _lexical_flags(again)[clean[40:]].mean() < 0.01
+    # the same sample gives the same scores; the bar moves the flags
+    np.testing.assert_array_equal(scores, lexical_scores(src, tgt))
+    strict = PairCheckSettings(lexical_bar=LEXICAL_BAR - 10)
+    assert not _lexical_flags(scores, strict).any()
+    # two dictionaries: nothing is taken for copied across, the misaligned still flag
+    assert _lexical_flags(lexical_scores(src, tgt, joined=False))[kind == MISALIGNED].mean() > 0.7
+
+
+def test_lexical_settings_are_options_recorded_in_the_header(tmp_path):
+    from autoassist_fairseq.features import build, check_report
+    for parser in (build.get_parser(), check_report.get_parser()):
+        text = parser.format_help()
+        assert "--lexical-bar" in text and f"default: {LEXICAL_BAR}" in text
+        assert "default: language,unrelated,digits)" in " ".join(text.split())  # lexical: opt-in
+    args = build.get_parser().parse_args(["data", "-s", "en", "-t", "de", "--lexical-bar", "-1",
+                                          "--pair-checks", "language,lexical"])
+    settings = settings_from_args(args)
+    assert settings.lexical_bar == -1.0 and settings.checks == ("language", "lexical")
+    src, tgt, kind = _corpus(n=600)
+    checks = pair_checks(src, tgt, settings=settings)
+    assert np.isnan(checks[:, 2]).all() and not np.isnan(checks[:, 7:9]).all()
+    prefix = str(tmp_path / "f")
+    FeatureStore.save(prefix, tfidf_features(src, tgt), {}, pair_checks=checks,
+                      pair_check_settings=settings)
+    store = FeatureStore.open(prefix)
+    header = store.meta["pair_checks"]
+    assert header["settings"]["lexical_bar"] == -1.0 and "lexical" in header["settings"]["checks"]
+    assert header["columns"][7:] == ["source_translation_score", "target_translation_score"]
+    assert store.pair_check_settings() == settings
+    np.testing.assert_array_equal(store.suspect_pairs(), flagged(checks, settings))
+    assert header["lexical"] == int(_lexical_flags(checks[:, 7:9], settings).sum()) > 0
+    # a file of the previous autoassist-features (7 columns): read without the lexical check
+    np.save(prefix + ".pair-checks.npy", checks[:, :7].copy())
+    assert np.isnan(store.pair_checks()[:, 7:]).all()
+    np.testing.assert_array_equal(store.suspect_pairs(),
+                                  flagged(np.pad(checks[:, :7], ((0, 0), (0, 2)),
+                                                 constant_values=np.nan), settings))
 
 
 def test_sides_of_one_language_are_refused():

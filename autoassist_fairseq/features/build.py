@@ -171,7 +171,8 @@ def cli_main(argv=None) -> int:
     checks = store.meta["pair_checks"]
     share = checks["flagged"] / max(store.num_rows, 1)
     parts = {"wrong_language": "with a side in the wrong language",
-             "unrelated": "with unrelated sides", "digits": "with digits that differ"}
+             "unrelated": "with unrelated sides", "digits": "with digits that differ",
+             "lexical": "without word-for-word translations"}
     logger.info(f"pair checks ({', '.join(checks['settings']['checks']) or 'none'}): "
                 f"{checks['flagged']} pairs ({share:.2%}) flagged, trained at the floor unless "
                 f"--assistant-pair-checks off: " + ", ".join(

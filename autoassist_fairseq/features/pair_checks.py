@@ -40,6 +40,11 @@ as alike as a translation. Two cheaper signals catch part of that:
 - the digits check compares the digits of the numbers on the two sides
   (:data:`DIGITS_MIN_DIFFERENT`, :data:`DIGITS_SHARE`, :data:`DIGITS_ONE_SIDE`).
 
+The lexical check (:mod:`.lexical`) asks what a neighbouring line lacks: a word-for-word
+correspondence. An IBM Model 1 translation table fitted on the corpus itself explains each
+side's subwords from the other side's; a pair whose subwords are on average no likelier
+under its own other side than under a random one (by :data:`LEXICAL_BAR`) is flagged.
+
 Which checks run and their bars are :class:`PairCheckSettings`, options of
 ``autoassist-features`` recorded in the feature file's header.
 """
@@ -54,6 +59,8 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.naive_bayes import MultinomialNB
 from sklearn.preprocessing import normalize
+
+from .lexical import LEXICAL_BAR, lexical_scores
 
 # P(side in the other language) above which a side is flagged; naive Bayes probabilities are
 # extreme (a sentence of 10 subwords in the wrong language gets P > 0.999), so the bar leaves
@@ -86,13 +93,20 @@ DIGITS_MIN_DIFFERENT = 2
 DIGITS_SHARE = 0.5
 DIGITS_ONE_SIDE = 4
 # The checks, by name (PairCheckSettings.checks).
-CHECKS = ("language", "unrelated", "digits")
+CHECKS = ("language", "unrelated", "digits", "lexical")
+# The checks that run unless --pair-checks names others. The lexical check is opt-in: on the
+# labelled ParaCrawl pairs it added under half a point of recall for 1.4x the features' time
+# (docs/results/paracrawl/README.md), as its tables learn little from a small corpus.
+DEFAULT_CHECKS = ("language", "unrelated", "digits")
 # the header's key for a check's count of flags where it differs from the check's name: the
 # key that feature files already hold
 _COUNT_KEYS = {"language": "wrong_language"}
-# Columns of the pair-checks array (pairs x 7).
+# Columns of the pair-checks array (pairs x 9).
 COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_p_value",
-           "own_language_evidence", "digits_different", "source_digits", "target_digits")
+           "own_language_evidence", "digits_different", "source_digits", "target_digits",
+           "source_translation_score", "target_translation_score")
+# widths of the arrays older autoassist-features wrote: their first columns are COLUMNS'
+OLDER_WIDTHS = (3, 7)
 
 _MIN_OWN_SUBWORDS = 3  # unshared subwords a side needs for its own-language evidence
 _LSI_COMPONENTS = 100  # latent dimensions of cross-language LSI
@@ -224,13 +238,14 @@ def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
 @dataclass
 class PairCheckSettings:
     """Which checks run and where they flag (recorded in the feature file's header)."""
-    checks: Tuple[str, ...] = CHECKS
+    checks: Tuple[str, ...] = DEFAULT_CHECKS
     flag_probability: float = FLAG_PROBABILITY
     language_evidence: float = LANGUAGE_EVIDENCE
     unrelated_p_value: float = UNRELATED_P_VALUE
     digits_min_different: int = DIGITS_MIN_DIFFERENT
     digits_share: float = DIGITS_SHARE
     digits_one_side: int = DIGITS_ONE_SIDE
+    lexical_bar: float = LEXICAL_BAR
 
     def __post_init__(self):
         self.checks = tuple(self.checks)
@@ -276,6 +291,12 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--digits-one-side", type=int, default=d.digits_one_side,
                        help="... with at least this many (default: "
                             f"{d.digits_one_side})")
+    group.add_argument("--lexical-bar", type=float, default=d.lexical_bar,
+                       help="lexical check: flag a pair with a side whose subwords are on "
+                            "average less likely under its other side than under a random "
+                            "side of the corpus by more than this (log-probability ratio, nats "
+                            "per subword, of an IBM Model 1 table fitted on the corpus; "
+                            f"default: {d.lexical_bar})")
 
 
 def settings_from_args(args: argparse.Namespace) -> PairCheckSettings:
@@ -285,14 +306,16 @@ def settings_from_args(args: argparse.Namespace) -> PairCheckSettings:
                              unrelated_p_value=args.unrelated_p_value,
                              digits_min_different=args.digits_min_different,
                              digits_share=args.digits_share,
-                             digits_one_side=args.digits_one_side)
+                             digits_one_side=args.digits_one_side,
+                             lexical_bar=args.lexical_bar)
 
 
 def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                 languages: bool = True, symbols: Optional[Sequence[str]] = None,
                 settings: Optional[PairCheckSettings] = None) -> np.ndarray:
-    """Every check of every pair: ``float32`` (pairs x 7), columns :data:`COLUMNS`
-    (:func:`language_scores`, :func:`unrelated_p_value`, :func:`digit_scores`); the columns
+    """Every check of every pair: ``float32`` (pairs x 9), columns :data:`COLUMNS`
+    (:func:`language_scores`, :func:`unrelated_p_value`, :func:`digit_scores`,
+    :func:`.lexical.lexical_scores`); the columns
     of a check that did not run (``settings.checks``) are NaN, never flagged.
 
     *symbols*: the text of each subword id (one list for a joined dictionary, or a pair of
@@ -300,7 +323,8 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
 
     ``languages=False`` (two dictionaries: a column is not the same subword on both sides,
     so one identifier cannot be fitted over them) leaves the language columns NaN, never
-    flagged; the unrelated-sides check compares each side in its own columns and runs."""
+    flagged; the unrelated-sides and lexical checks compare each side in its own columns and
+    run."""
     settings = settings or PairCheckSettings()
     n = src_counts.shape[0]
     out = np.full((n, len(COLUMNS)), np.nan, dtype=np.float32)
@@ -311,6 +335,8 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     if "digits" in settings.checks and symbols is not None:
         src_symbols, tgt_symbols = (symbols, symbols) if isinstance(symbols[0], str) else symbols
         out[:, 4:7] = digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols)
+    if "lexical" in settings.checks:
+        out[:, 7:9] = lexical_scores(src_counts, tgt_counts, joined=languages)
     return out
 
 
@@ -350,6 +376,13 @@ def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = Non
                            (share >= settings.digits_share))
             out["digits"] = (share, hit)
             margins.append(np.where(hit, share, np.minimum(share - settings.digits_share, -eps)))
+        if checks.shape[1] > 8 and not np.isnan(checks[:, 7:9]).all():
+            # the worse side's score; NaN (too few subwords to tell): never flagged; x4 as
+            # the own-language evidence (nats per subword to a sentence's log-odds)
+            score = np.fmin(checks[:, 7], checks[:, 8])
+            margin = 4.0 * (settings.lexical_bar - np.where(np.isnan(score), np.inf, score))
+            out["lexical"] = (-score, margin > 0)
+            margins.append(margin)
     margin = np.max(margins, axis=0) if margins else np.full(len(checks), -np.inf)
     return out, margin
 

@@ -19,7 +19,8 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .pair_checks import COLUMNS, PairCheckSettings, check_languages_differ, flag_counts, flagged
+from .pair_checks import (COLUMNS, OLDER_WIDTHS, PairCheckSettings, check_languages_differ,
+                          flag_counts, flagged)
 
 FORMAT_VERSION = 1
 _ARRAYS = ("indptr", "indices", "data")
@@ -234,17 +235,18 @@ class FeatureStore:
         return store
 
     def pair_checks(self) -> Optional[np.ndarray]:
-        """The pair checks, pairs x 3 (columns :data:`.pair_checks.COLUMNS`), memory-mapped;
+        """The pair checks, pairs x len(COLUMNS) (columns :data:`.pair_checks.COLUMNS`);
         None when the file was built without them."""
         path = f"{self.prefix}.{_PAIR_CHECKS}.npy"
         if "pair_checks" not in self.meta:
             return None
         checks = _load_array(path, f"; rebuild it with: {self.rebuild_hint}"
                              if self.rebuild_hint else "")
-        if checks.shape == (self.num_rows, 3):
-            # an older autoassist-features: language and unrelated checks only
-            return np.concatenate([checks, np.full((self.num_rows, len(COLUMNS) - 3), np.nan,
-                                                   dtype=np.float32)], axis=1)
+        if checks.ndim == 2 and checks.shape[0] == self.num_rows and \
+                checks.shape[1] in OLDER_WIDTHS:
+            # an older autoassist-features, without the later checks: they did not run
+            return np.concatenate([checks, np.full((self.num_rows, len(COLUMNS) - checks.shape[1]),
+                                                   np.nan, dtype=np.float32)], axis=1)
         if checks.shape != (self.num_rows, len(COLUMNS)):
             older = " (an older autoassist-features wrote 2 columns, without the unrelated-pair " \
                     "check)" if checks.shape == (self.num_rows, 2) else ""
