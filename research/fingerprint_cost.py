@@ -1,4 +1,4 @@
-"""Time the token fingerprint (``features.store.token_fingerprint``) at WMT scale.
+"""Time the token fingerprint (``features.fingerprint.token_fingerprint``) at WMT scale.
 
 The fingerprint hashes the binarised token ids of both sides, so its cost is linear in the
 tokens. This writes the two ``.bin`` files of PAIRS pairs (uint16 ids, fairseq's dtype for
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autoassist_fairseq.features.store import token_fingerprint
+from autoassist_fairseq.features.fingerprint import token_fingerprint
 
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt14-en-de-sample" / \
     "train-sample-tok"

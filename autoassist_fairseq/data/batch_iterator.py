@@ -3,29 +3,29 @@
 ``AutoAssistEpochBatchIterator`` honours fairseq's ``EpochBatchIterating`` contract
 (``CountingIterator`` epochs, ``state_dict``/``load_state_dict``, ``end_of_epoch``), so
 ``GroupedIterator``, ``--update-freq``, progress bars and checkpoints work unchanged. Its
-batches are collated as fairseq's own iterator does: a ``DataLoader`` with
-``--num-workers`` processes, behind a ``BufferedIterator`` of ``--data-buffer-size``.
+batches are collated as fairseq's own iterator does (``collate``).
 
 Each epoch is a fixed number of batches taken from this rank's stream (``batch_stream``),
 equal on every rank, so distributed collectives never hang. Every collective here runs on
 the training thread at a point every rank reaches in the same order: the start of an
 epoch, the training step before a checkpoint, and the start of validation.
+
+Over 300 lines for a reason: fairseq's trainer holds one ``EpochBatchIterating`` object, so
+its epochs, its checkpoint state and the losses it hands back to the Assistant live on one
+class, whose collectives keep the same order on every rank only while they stay together.
 """
 
-import functools
 import logging
 from typing import Callable, List, Optional
 
-import numpy as np
-import torch
-from fairseq.data.iterators import BufferedIterator, CountingIterator, EpochBatchIterating
+from fairseq.data.iterators import CountingIterator, EpochBatchIterating
 
 from ..losses import BossLosses
-from ..proctitle import set_title
 from ..transport.client import AssistantClient
-from .batch_generator import BatchGenerator, weights_of
+from .batch_generator import BatchGenerator
 from .batch_stream import BatchStream, StreamState, agree_num_batches
 from .arrays import arrays_to_tensors, tensors_to_arrays
+from .collate import collated_batches
 from .run_points import RunPoints
 from .schema import VERSION, describe_window_change
 from .schema import load as load_schema
@@ -134,9 +134,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             num_batches = self._agree_num_batches()
         self._num_batches = num_batches
         self.stream.begin_epoch(offset)
-        itr = _Collated(self, num_batches - offset)
-        if self.buffer_size > 0:
-            itr = BufferedIterator(self.buffer_size, itr)
+        itr = collated_batches(self, num_batches - offset, self.buffer_size)
         self._cur_epoch_itr = CountingIterator(itr, start=offset, total=num_batches)
         return self._cur_epoch_itr
 
@@ -359,46 +357,3 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
 
     def shutdown(self) -> None:
         self.client.shutdown()
-
-
-class _Collated:
-    """``count`` batches of the stream, collated by a ``DataLoader`` (with ``--num-workers``
-    processes), each sample tagged with what the Boss's step needs on the CPU."""
-
-    def __init__(self, itr: AutoAssistEpochBatchIterator, count: int):
-        self.itr, self.count = itr, count
-
-    def __len__(self):
-        return self.count
-
-    def _batches(self):
-        itr = self.itr
-        for _ in range(self.count):
-            yield itr.stream.next_batch(itr.client.next_window).ids.tolist()
-
-    def __iter__(self):
-        itr = self.itr
-        loader = torch.utils.data.DataLoader(
-            itr.dataset, batch_sampler=self._batches(), collate_fn=itr.collate_fn,
-            num_workers=itr.num_workers,
-            worker_init_fn=functools.partial(_title_loader, itr.shard_id))
-        for k, sample in enumerate(loader):
-            yield _tag(sample, itr.stream.issued[k])
-
-
-def _title_loader(rank: int, worker: int) -> None:
-    set_title(f"autoassist-loader (rank {rank}, worker {worker})", f"aa-loader-{rank}-{worker}")
-
-
-def _tag(sample: dict, batch) -> dict:
-    """Add ``sample["autoassist"]``: the dataset ids in the sample's order, its real token
-    count (read here on the CPU so the training step needs no device sync) and the batch's
-    run-wide number."""
-    sample_ids = sample["id"].numpy()
-    tokens = int(sample["net_input"]["src_lengths"].sum()) + int(sample["ntokens"])
-    sample["autoassist"] = {"ids": sample_ids.astype(np.int64), "tokens": tokens,
-                            "seq": batch.seq}
-    if batch.weights is not None:
-        sample["autoassist_weight"] = torch.from_numpy(
-            weights_of(sample_ids, batch.ids, batch.weights))
-    return sample

@@ -18,9 +18,9 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
+from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
 from .pair_checks import PairCheckSettings, add_settings_arguments, pair_checks, settings_from_args
-from .store import (FeatureStore, dataset_fingerprint, feature_prefix, token_files,
-                    token_fingerprint)
+from .store import FeatureStore, feature_prefix
 from .tfidf import count_matrix, tfidf_features
 
 logger = logging.getLogger("autoassist_fairseq.features")

@@ -4,17 +4,16 @@ the pair checks (:mod:`.pair_checks`) of every row in a fourth array.
 Every worker's Assistant memory-maps the same arrays instead of loading a copy, so N
 workers on a machine share one set of pages in the OS page cache. The header records the
 row count, the dimensions, a fingerprint of the sentence lengths and dictionaries, and one
-of the binarised token ids; ``open`` checks every file of the set (header and arrays) and
-refuses one that is damaged or does not match the dataset it is used with, naming the file
-and the command that rebuilds it.
+of the binarised token ids (:mod:`.fingerprint`); ``open`` checks every file of the set
+(header and arrays) and refuses one that is damaged or does not match the dataset it is
+used with, naming the file and the command that rebuilds it.
 """
 
 import errno
-import hashlib
 import json
 import logging
 import os
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,7 +24,6 @@ from .pair_checks import (COLUMNS, OLDER_WIDTHS, PairCheckSettings, check_langua
 FORMAT_VERSION = 1
 _ARRAYS = ("indptr", "indices", "data")
 _PAIR_CHECKS = "pair-checks"
-_READ_CHUNK = 1 << 24  # bytes hashed at a time
 
 logger = logging.getLogger(__name__)
 
@@ -45,46 +43,6 @@ def build_command(data_dir: str, split: str, src: str, tgt: str,
             feature_prefix(data_dir, split, src, tgt)):
         command += f" --prefix {prefix}"
     return command
-
-
-def dataset_fingerprint(src_sizes, tgt_sizes, dict_paths: Sequence[str]) -> str:
-    """SHA-256 over the sentence lengths of both sides and the dictionary files.
-
-    Cheap to compute at every start (no token is read), and it changes when the data
-    is re-binarised with other text, another order or another dictionary.
-    """
-    digest = hashlib.sha256()
-    for sizes in (src_sizes, tgt_sizes):
-        digest.update(np.ascontiguousarray(sizes, dtype=np.int64).tobytes())
-    for path in dict_paths:
-        with open(path, "rb") as f:
-            digest.update(f.read())
-    return digest.hexdigest()
-
-
-def token_fingerprint(token_files: Sequence[str]) -> str:
-    """SHA-256 over the binarised token ids of both sides: the files fairseq-preprocess
-    wrote (``.bin``, or the text itself for ``--dataset-impl raw``), read in chunks.
-
-    The lengths' fingerprint misses text edited to other words of the same lengths; this
-    one does not. It reads every token once, at every start: 0.23-0.26 s per million pairs
-    of the WMT14 sample's mean lengths (92 MB of uint16 ids), so about 1 s on 4M pairs
-    (``python -m research.fingerprint_cost --pairs 1000000``, on a shared 2-core machine).
-    """
-    digest = hashlib.sha256()
-    for path in token_files:
-        with open(path, "rb") as f:
-            while True:
-                chunk = f.read(_READ_CHUNK)
-                if not chunk:
-                    break
-                digest.update(chunk)
-    return digest.hexdigest()
-
-
-def token_files(side_prefixes: Sequence[str]) -> list:
-    """The files holding the token ids of binarised sides *side_prefixes*."""
-    return [p + ".bin" if os.path.exists(p + ".bin") else p for p in side_prefixes]
 
 
 def _unreadable(path: str, err: OSError, what: str, fix: str) -> OSError:
@@ -175,10 +133,10 @@ class FeatureStore:
 
         Args:
             prefix (str): path prefix of the files.
-            fingerprint (str, optional): :func:`dataset_fingerprint` of the dataset.
+            fingerprint (str, optional): ``fingerprint.dataset_fingerprint`` of the data.
             num_rows (int, optional): number of pairs in the dataset.
             rebuild_hint (str, optional): command that rebuilds the file, for errors.
-            tokens (str, optional): :func:`token_fingerprint` of the dataset.
+            tokens (str, optional): ``fingerprint.token_fingerprint`` of the dataset.
 
         Raises:
             FileNotFoundError: no feature file at *prefix*, or one of its arrays is missing.

@@ -13,8 +13,8 @@ import numpy as np
 from fairseq.data import BaseWrapperDataset
 
 from .build import dataset_prefix
-from .store import (FeatureStore, build_command, dataset_fingerprint, feature_prefix,
-                    token_files, token_fingerprint)
+from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
+from .store import FeatureStore, build_command, feature_prefix
 
 logger = logging.getLogger(__name__)
 
