@@ -16,6 +16,9 @@ every check on the labelled pairs:
 - ``auc[name]``: area under the ROC curve of each score for ``V``+``F`` against ``A``+``L``
   (scikit-learn), for each check's continuous score, the union and ``bicleaner``.
 
+Over 300 lines: one command's pipeline (read, mix, prepare, check, score), read top to
+bottom; each part is used by this command alone.
+
 Example::
 
     autoassist-check-report labelled.tsv.gz --clean tatoeba/train wmt/newstest2012 \\

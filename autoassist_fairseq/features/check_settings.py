@@ -1,0 +1,134 @@
+"""Which pair checks run and where they flag: the bars, their reasons, and the options of
+``autoassist-features`` and ``autoassist-check-report`` that set them.
+
+:class:`PairCheckSettings` is recorded in the feature file's header, so the Boss flags pairs
+with the settings the file was built with. The checks themselves are in :mod:`.pair_checks`
+and :mod:`.lexical`.
+"""
+
+import argparse
+from dataclasses import asdict, dataclass, fields
+from typing import Optional, Tuple
+
+from .lexical import LEXICAL_BAR
+
+# P(side in the other language) above which a side is flagged; naive Bayes probabilities are
+# extreme (a sentence of 10 subwords in the wrong language gets P > 0.999), so the bar leaves
+# alone the short sides made of names and numbers that both languages share (P near 0.5).
+FLAG_PROBABILITY = 0.99
+# Below this share of sides confidently in their own language, the sides are not two
+# languages to the check (e.g. one language on both sides), and its flags mean nothing.
+MIN_OWN_LANGUAGE_SHARE = 0.5
+# A pair is taken for unrelated when at least this share of random pairings of the corpus
+# are as similar as its two sides. At a bar of 0.1 it flagged 85% of noisy Multi30k's
+# misaligned pairs and 0.6% of its clean ones, but 3.4% of Tatoeba (short sentences carry
+# little evidence; docs/benchmarks.md) and almost none of the crawled misalignment of
+# ParaCrawl (docs/results/paracrawl/README.md). At 0.3 Tatoeba's flags fall below 1%, and a
+# random pairing is still flagged with probability 0.7 (its p-value is uniform).
+UNRELATED_P_VALUE = 0.3
+# A side is also in the wrong language when its subwords that the other side does not share
+# (names, numbers and codes are copied across; a third language is not) are, on average, no
+# more likely in its own language than in the other: a mean log-likelihood ratio (nats per
+# subword) at most this. 0 is the point where the evidence turns; crawled pairs with a side in
+# a third language (Spanish, Polish, ...) sit near it, real sentences far above it.
+LANGUAGE_EVIDENCE = 0.0
+# Digits check: a pair with digits on both sides is flagged when at least DIGITS_MIN_DIFFERENT
+# of its digits (0-9, counted with multiplicity over both sides) have no counterpart on the
+# other side, and they are at least DIGITS_SHARE of all its digits. A translation keeps its
+# numbers (their format may change: 1,914.00 and 1.914,00 hold the same digits); a misaligned
+# line of a price list or a calendar does not. One different digit is let pass. A side
+# without digits may spell a number out ("fifty" against "50", "halb drei" against "2:30"):
+# such a pair is flagged only from DIGITS_ONE_SIDE digits on (a year, a price, a date).
+DIGITS_MIN_DIFFERENT = 2
+DIGITS_SHARE = 0.5
+DIGITS_ONE_SIDE = 4
+# The checks, by name (PairCheckSettings.checks).
+CHECKS = ("language", "unrelated", "digits", "lexical")
+# The checks that run unless --pair-checks names others. The lexical check is opt-in: on the
+# labelled ParaCrawl pairs it added under half a point of recall for 1.4x the features' time
+# (docs/results/paracrawl/README.md), as its tables learn little from a small corpus.
+DEFAULT_CHECKS = ("language", "unrelated", "digits")
+# the header's key for a check's count of flags where it differs from the check's name: the
+# key that feature files already hold
+_COUNT_KEYS = {"language": "wrong_language"}
+# Columns of the pair-checks array (pairs x 9).
+COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_p_value",
+           "own_language_evidence", "digits_different", "source_digits", "target_digits",
+           "source_translation_score", "target_translation_score")
+# widths of the arrays older autoassist-features wrote: their first columns are COLUMNS'
+OLDER_WIDTHS = (3, 7)
+
+
+@dataclass
+class PairCheckSettings:
+    """Which checks run and where they flag (recorded in the feature file's header)."""
+    checks: Tuple[str, ...] = DEFAULT_CHECKS
+    flag_probability: float = FLAG_PROBABILITY
+    language_evidence: float = LANGUAGE_EVIDENCE
+    unrelated_p_value: float = UNRELATED_P_VALUE
+    digits_min_different: int = DIGITS_MIN_DIFFERENT
+    digits_share: float = DIGITS_SHARE
+    digits_one_side: int = DIGITS_ONE_SIDE
+    lexical_bar: float = LEXICAL_BAR
+
+    def __post_init__(self):
+        self.checks = tuple(self.checks)
+        unknown = [c for c in self.checks if c not in CHECKS]
+        if unknown:
+            raise ValueError(f"unknown pair check {', '.join(unknown)}; the checks are "
+                             f"{', '.join(CHECKS)}")
+
+    def to_dict(self) -> dict:
+        return dict(asdict(self), checks=list(self.checks))
+
+    @classmethod
+    def from_dict(cls, d: Optional[dict]) -> "PairCheckSettings":
+        """Settings of a header (an older header without them: the defaults of its time)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (d or {}).items() if k in names})
+
+
+def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
+    """The settings of :class:`PairCheckSettings` as command-line options."""
+    d = PairCheckSettings()
+    group = parser.add_argument_group("pair checks")
+    group.add_argument("--pair-checks", default=",".join(d.checks), metavar="NAMES",
+                       help=f"comma-separated checks to run, of {', '.join(CHECKS)}; 'none' for "
+                            f"none (default: {','.join(d.checks)})")
+    group.add_argument("--language-probability", type=float, default=d.flag_probability,
+                       help="flag a side whose P(written in the other side's language) is above "
+                            f"this (default: {d.flag_probability})")
+    group.add_argument("--language-evidence", type=float, default=d.language_evidence,
+                       help="flag a side whose subwords not shared with the other side are on "
+                            "average at most this much more likely (log-likelihood ratio, nats "
+                            "per subword) in its own language than in the other (default: "
+                            f"{d.language_evidence})")
+    group.add_argument("--unrelated-p-value", type=float, default=d.unrelated_p_value,
+                       help="flag a pair when at least this share of random pairings of the "
+                            f"corpus are as similar as its sides (default: {d.unrelated_p_value})")
+    group.add_argument("--digits-min-different", type=int, default=d.digits_min_different,
+                       help="flag a pair with at least this many digits without a counterpart "
+                            f"on the other side (default: {d.digits_min_different}) ...")
+    group.add_argument("--digits-share", type=float, default=d.digits_share,
+                       help="... that are at least this share of its digits (default: "
+                            f"{d.digits_share}); a pair with digits on one side only: ...")
+    group.add_argument("--digits-one-side", type=int, default=d.digits_one_side,
+                       help="... with at least this many (default: "
+                            f"{d.digits_one_side})")
+    group.add_argument("--lexical-bar", type=float, default=d.lexical_bar,
+                       help="lexical check: flag a pair with a side whose subwords are on "
+                            "average less likely under its other side than under a random "
+                            "side of the corpus by more than this (log-probability ratio, nats "
+                            "per subword, of an IBM Model 1 table fitted on the corpus; "
+                            f"default: {d.lexical_bar})")
+
+
+def settings_from_args(args: argparse.Namespace) -> PairCheckSettings:
+    names = [c for c in args.pair_checks.split(",") if c and c != "none"]
+    return PairCheckSettings(checks=tuple(names), flag_probability=args.language_probability,
+                             language_evidence=args.language_evidence,
+                             unrelated_p_value=args.unrelated_p_value,
+                             digits_min_different=args.digits_min_different,
+                             digits_share=args.digits_share,
+                             digits_one_side=args.digits_one_side,
+                             lexical_bar=args.lexical_bar)
