@@ -4,7 +4,7 @@ windows' counts) and the Boss's (the iterator's ``pop_log_stats``, the task's lo
 
 Every rank logs every key of :data:`LOGGED` as ``"aa_" + key`` at every step, dummy
 batches too: fairseq sums the logs of all ranks in one all-reduce that expects identical
-keys everywhere. The keys are part of the user-facing logs (``scripts/benchmark.py`` reads
+keys everywhere. The keys are part of the user-facing logs (``research/bench`` reads
 them): never rename one.
 """
 
@@ -30,7 +30,7 @@ RUN_TOTALS = ("boss_tokens", "boss_padded_tokens", "considered_tokens", "accepte
 def assistant_stats(threshold: float, lam: float, accuracy: float, chance: float,
                     loss_batches: int, nonfinite: int, unlearnable: int) -> dict:
     """The Assistant's statistics as they travel with every window and state reply
-    (``nonfinite`` is cumulative; ``updates`` counts the loss batches learned)."""
+    (``nonfinite`` is cumulative; ``loss_batches`` counts the loss batches learned)."""
     return {"threshold": threshold, "lambda": lam, "accuracy": accuracy, "chance": chance,
             "loss_batches": loss_batches, "nonfinite": nonfinite, "unlearnable": unlearnable}
 
@@ -84,6 +84,8 @@ def reduce(logging_outputs, totals: dict, on_failure=None) -> None:
             metrics.log_scalar_sum(name, value)
     # cumulative over the run (and across resumes): read at print time
     metrics.log_derived("aa_boss_tok", lambda meters: int(totals["boss_tokens"]))
+    # with padding: what the Boss's matrix products compute (batch size x longest sides)
+    metrics.log_derived("aa_boss_padded_tok", lambda meters: int(totals["boss_padded_tokens"]))
     metrics.log_derived("aa_skip_tok", lambda meters: int(
         totals["considered_tokens"] - totals["accepted_tokens"]))
 

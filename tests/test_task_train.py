@@ -97,10 +97,14 @@ def test_boss_trains_fewer_tokens_per_epoch_than_translation(train_data, random_
     for epoch in (3, 4, 5, 6):
         assert 0.5 * full_pass < per_epoch[epoch] < 0.7 * full_pass, (per_epoch, full_pass)
     last = [line for line in proc.stdout.splitlines() if "| train | epoch 006" in line][0]
-    boss_tok, skip_tok = (int(re.search(rf"{key} (\d+)", last).group(1))
-                          for key in ("aa_boss_tok", "aa_skip_tok"))
+    boss_tok, skip_tok, padded_tok = (int(re.search(rf"{key} (\d+)", last).group(1))
+                                      for key in ("aa_boss_tok", "aa_skip_tok",
+                                                  "aa_boss_padded_tok"))
     trained = sum(per_epoch.values())
     assert boss_tok == trained
+    # padded: every batch's pairs times its longest source plus its longest target
+    assert padded_tok == sum(len(ids) * (int(sizes[0][ids].max()) + int(sizes[1][ids].max()))
+                             for _, _, ids in read_trace(random_skip_run.trace)) > boss_tok
     assert skip_tok > 0.3 * trained
 
 
