@@ -129,6 +129,13 @@ def fmt(value, spec):
     return "n/a" if value is None else format(value, spec)
 
 
+def _match_text(match):
+    """The table's last column: the smallest matching share, or why there is none."""
+    if isinstance(match, str):
+        return match
+    return "no measured share" if match is None else f"{match:.2f} B"
+
+
 def summary_table(rows):
     """Markdown: one row per run, with the smallest matching share of its arm."""
     shares = matching_shares(rows)
@@ -144,7 +151,7 @@ def summary_table(rows):
             f"{e['valid_reducible_loss']:.3f} | {fmt(e['bleu'], '.2f')} | "
             f"{e['boss_tokens'] / 1e6:.3f}M | {fmt(e.get('wall_s'), '.0f')} | "
             f"{fmt(e.get('other_cpu_share'), '.1%')} | "
-            f"{match if isinstance(match, str) else fmt(match, '.2f') + ' B'} |")
+            f"{_match_text(match)} |")
     signatures = sorted({e["bleu_signature"] for e in rows if e.get("bleu_signature")})
     return "\n".join(lines + [""] + [f"sacreBLEU signature: `{s}`" for s in signatures])
 

@@ -142,6 +142,8 @@ def test_matching_share_is_the_smallest_share_within_loss_and_bleu_margin():
     assert shares[("multi30k", 2, "default")] is None  # no BLEU: not a match
     table = report.summary_table(rows)
     assert "| multi30k | 1 | default | 0.55 |" in table and "0.70 B |" in table
+    random_row = [line for line in table.splitlines() if "| random |" in line][0]
+    assert random_row.endswith("| no measured share |")
 
 
 def test_converged_budget_from_the_last_fifth_improvement(tmp_path):
