@@ -25,10 +25,11 @@ def data_pass(saved: dict, iterator_state: dict) -> int:
     return int(iterator_state.get("epoch", 1))
 
 
-def oracle_skipped_loss(losses, ntok, token_share):
+def oracle_skipped_loss(losses, ntok, token_share, rank_by=None):
     """Share of the summed token loss held by the easiest pairs with *token_share* of the
-    tokens."""
-    order = np.argsort(losses)
+    tokens; "easiest" by *rank_by* (lowest first) when given, else by *losses* themselves
+    (the oracle)."""
+    order = np.argsort(losses if rank_by is None else rank_by)
     within = np.cumsum(ntok[order]) <= token_share * ntok.sum()
     token_loss = (losses * ntok)[order]
     return float(token_loss[within].sum() / token_loss.sum())

@@ -37,15 +37,6 @@ def read_losses(path):
     return ids[order], saved["losses"][order], saved["ntok"][order], float(saved["floor"])
 
 
-def skipped_share(red, ntok, rank_by, token_share):
-    """Share of sum(red * ntok) held by the pairs lowest in *rank_by*, up to *token_share*
-    of the tokens."""
-    order = np.argsort(rank_by, kind="stable")
-    within = np.cumsum(ntok[order]) <= token_share * ntok.sum()
-    token_loss = red * ntok
-    return float(token_loss[order[within]].sum() / token_loss.sum())
-
-
 def history_rows(files, token_share):
     rows = []
     previous = None
@@ -60,8 +51,8 @@ def history_rows(files, token_share):
             rows.append({
                 "from": prev_path, "to": path, "token_share": token_share,
                 "spearman_reducible": float(spearmanr(prev_red, red).statistic),
-                "history_skipped_share_reducible": skipped_share(red, ntok, prev_red,
-                                                                 token_share),
+                "history_skipped_share_reducible": oracle_skipped_loss(
+                    red, ntok, token_share, rank_by=prev_red),
                 "oracle_skipped_share_reducible": oracle_skipped_loss(red, ntok, token_share),
             })
         previous = (path, ids, red)

@@ -57,7 +57,7 @@ from .check_settings import (  # noqa: F401  (re-exported: the checks' public na
     CHECKS, COLUMNS, DEFAULT_CHECKS, DIGITS_MIN_DIFFERENT, DIGITS_ONE_SIDE, DIGITS_SHARE,
     FLAG_PROBABILITY, LANGUAGE_EVIDENCE, MIN_OWN_LANGUAGE_SHARE, OLDER_WIDTHS,
     UNRELATED_P_VALUE, _COUNT_KEYS, PairCheckSettings, add_settings_arguments, settings_from_args)
-from .lexical import LEXICAL_BAR, lexical_scores  # noqa: F401
+from .lexical import lexical_scores
 
 _MIN_OWN_SUBWORDS = 3  # unshared subwords a side needs for its own-language evidence
 _LSI_COMPONENTS = 100  # latent dimensions of cross-language LSI
