@@ -130,3 +130,22 @@ def read_trace(trace_dir, rank=0):
 
 # acceptance that does not depend on the Assistant's state: the batch plan is reproducible
 RANDOM_SKIP = ["--assistant-rule", "random", "--assistant-random-rates", "1.0,0.6"]
+
+
+class FixedAssistant:
+    """Stands in for the Assistant with a fixed acceptance rule: learns nothing, holds no
+    state. Subclasses give ``accept_probability(ids)``."""
+
+    stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "loss_batches": 0}
+
+    def accept_probability(self, ids):
+        raise NotImplementedError
+
+    def learn(self, ids, losses):
+        pass
+
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        pass
