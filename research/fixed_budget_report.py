@@ -110,19 +110,25 @@ def matches(entry, target, margin=BLEU_MARGIN):
 def matching_shares(rows, margin=BLEU_MARGIN):
     """{(corpus, seed, arm): the smallest measured budget share at which the arm matches
     plain fairseq at B of its corpus and seed} (None: no share measured matches, or a BLEU
-    is missing where the loss matches)."""
-    targets = {(e["corpus"], e["seed"]): e for e in rows
-               if e["arm"] == TARGET_ARM and abs(e["budget_share"] - 1.0) < 1e-9}
+    is missing where the loss matches). The target matches itself: plain fairseq's share
+    is 1.0 unless a smaller one matches."""
+    targets = _targets(rows)
     out = {}
     for e in sorted(rows, key=lambda e: e["budget_share"]):
         target = targets.get((e["corpus"], e["seed"]))
         key = (e["corpus"], e["seed"], e["arm"])
-        if target is None or e is target:
+        if target is None:
             continue
         out.setdefault(key, None)
         if out[key] is None and matches(e, target, margin):
             out[key] = e["budget_share"]
     return out
+
+
+def _targets(rows):
+    """{(corpus, seed): the entry of plain fairseq at B}."""
+    return {(e["corpus"], e["seed"]): e for e in rows
+            if e["arm"] == TARGET_ARM and abs(e["budget_share"] - 1.0) < 1e-9}
 
 
 def fmt(value, spec):
@@ -138,13 +144,13 @@ def _match_text(match):
 
 def summary_table(rows):
     """Markdown: one row per run, with the smallest matching share of its arm."""
-    shares = matching_shares(rows)
+    shares, targets = matching_shares(rows), _targets(rows)
     lines = ["| corpus | seed | arm | budget share | updates | valid loss | reducible | "
              "test BLEU | Boss tokens | wall (s) | other CPU | matches plain at B from |",
              "|" + "---|" * 12]
     for e in rows:
-        match = shares.get((e["corpus"], e["seed"], e["arm"]), "(target)"
-                           if e["arm"] == TARGET_ARM and e["budget_share"] == 1.0 else None)
+        match = "(target)" if targets.get((e["corpus"], e["seed"])) is e else \
+            shares.get((e["corpus"], e["seed"], e["arm"]))
         lines.append(
             f"| {e['corpus']} | {e['seed']} | {e['arm']} | {e['budget_share']:.2f} | "
             f"{fmt(e.get('updates'), 'd')} | {e['valid_loss']:.3f} | "

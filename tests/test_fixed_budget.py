@@ -137,13 +137,16 @@ def test_matching_share_is_the_smallest_share_within_loss_and_bleu_margin():
             entry("plain", 1.0, 4.5, 30.0, seed=2), entry("default", 0.7, 4.4, None, seed=2)]
     shares = report.matching_shares(rows)
     assert shares[("multi30k", 1, "default")] == 0.7  # 0.55: loss 0.01 higher
-    assert shares[("multi30k", 1, "plain")] is None  # 0.7: loss higher
+    assert shares[("multi30k", 1, "plain")] == 1.0  # 0.7: loss higher; B matches itself
     assert shares[("multi30k", 1, "random")] is None  # BLEU 0.4 below
     assert shares[("multi30k", 2, "default")] is None  # no BLEU: not a match
     table = report.summary_table(rows)
     assert "| multi30k | 1 | default | 0.55 |" in table and "0.70 B |" in table
     random_row = [line for line in table.splitlines() if "| random |" in line][0]
     assert random_row.endswith("| no measured share |")
+    plain_rows = [line for line in table.splitlines() if "| 1 | plain |" in line]
+    assert {row.split("|")[4].strip(): row.rsplit("|", 2)[1].strip() for row in plain_rows} \
+        == {"0.70": "1.00 B", "1.00": "(target)"}
 
 
 def test_converged_budget_from_the_last_fifth_improvement(tmp_path):
