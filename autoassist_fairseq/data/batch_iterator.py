@@ -61,10 +61,10 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         carry (dict, optional): state carried over from the iterator of the previous data
             shard (``--data a:b``): the Assistant's weights and the run's totals.
 
-    ``run_totals`` are the run's counts over every rank (the ``aa_boss_tok``,
-    ``aa_boss_padded_tok`` and ``aa_skip_tok`` of the log), summed from every step's logging
-    outputs by :func:`~..metrics.reduce`: the same on every rank, saved once in the
-    checkpoint, carried to the next data shard.
+    ``run_totals``: the run's counts over every rank (``aa_boss_tok``, ``aa_boss_padded_tok``,
+    ``aa_skip_tok``), summed from every step's logs by :func:`~..metrics.reduce` on every
+    rank, saved once in the checkpoint; one dict for the whole run (restored in place, handed
+    to the next shard's iterator): fairseq's derived meters keep the first dict they read.
     """
 
     def __init__(self, dataset, collate_fn, generator: BatchGenerator,
@@ -89,7 +89,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self._num_batches = None
         self._resume: Optional[dict] = None  # checkpoint state, applied at next epoch start
         self._carry = carry
-        self.run_totals = dict(carry["run_totals"] if carry else dict.fromkeys(RUN_TOTALS, 0.0))
+        self.run_totals = carry["run_totals"] if carry else dict.fromkeys(RUN_TOTALS, 0.0)
         self.rank_states: List[Optional[dict]] = [None] * num_shards
         self._synced_at = None  # (epoch, consumed) of the rank states gathered last
         self._batches_before = 0  # batches trained before the current epoch iterator's start
@@ -255,7 +255,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                 assistant = None
             else:
                 assistant = {k: v for k, v in assistant.items() if k in ("model", "schedule")}
-        return {"assistant": assistant, "run_totals": dict(self.run_totals),
+        return {"assistant": assistant, "run_totals": self.run_totals,
                 "batches_done": self.batches_done}
 
     # -- Boss -> Assistant ----------------------------------------------------------------
@@ -351,7 +351,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         else:
             saved = load_schema(tensors_to_arrays(state_dict["autoassist"]), self.generator)
         if saved.get("totals") is not None:  # else: none, or in the task's state (schema <= 5)
-            self.run_totals = {k: float(saved["totals"][k]) for k in RUN_TOTALS}
+            self.run_totals.update({k: float(saved["totals"][k]) for k in RUN_TOTALS})
         self._resume = saved
         self._cur_epoch_itr = None
 

@@ -155,7 +155,7 @@ class AutoAssistTranslationTask(TranslationTask):
         which fairseq hands over after the train iterator's state (newer ones hold them there)."""
         totals = run_totals_from_task(state)
         if totals is not None and self.train_iterator is not None:
-            self.train_iterator.run_totals = totals
+            self.train_iterator.run_totals.update(totals)
 
 
 def _all_gather(obj):
