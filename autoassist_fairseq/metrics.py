@@ -87,7 +87,8 @@ def reduce(logging_outputs, totals: Optional[dict], on_failure=None) -> None:
         return
     for key in totals:
         totals[key] += total("aa_" + key)
-    # cumulative over the run (and across resumes): read at print time
+    # cumulative over the run (and across resumes): read at print time. fairseq keeps the
+    # first function logged under a name, so *totals* is one dict for the whole run
     metrics.log_derived("aa_boss_tok", lambda meters: int(totals["boss_tokens"]))
     # with padding: what the Boss's matrix products compute (batch size x longest sides)
     metrics.log_derived("aa_boss_padded_tok", lambda meters: int(totals["boss_padded_tokens"]))
