@@ -9,6 +9,7 @@ them): never rename one.
 """
 
 import functools
+from typing import Optional
 
 import numpy as np
 
@@ -23,7 +24,8 @@ AVERAGED = {"accuracy": "aa_acc", "chance": "aa_acc_base", "threshold": "aa_T",
 # summed, shown only when not zero
 COUNTED = {"dropped_losses": "aa_dropped", "nonfinite": "aa_nonfinite"}
 LOGGED = SUMMED + tuple(AVERAGED) + tuple(COUNTED) + ("failed", "n")
-# cumulative over the run and across resumes (the task's checkpoint holds them)
+# cumulative over the run (all ranks) and across resumes: the train iterator's run_totals,
+# which its checkpoint state holds
 RUN_TOTALS = ("boss_tokens", "boss_padded_tokens", "considered_tokens", "accepted_tokens")
 
 
@@ -49,9 +51,10 @@ def logging_output(stats: dict, logging_output: dict) -> dict:
     return out
 
 
-def reduce(logging_outputs, totals: dict, on_failure=None) -> None:
+def reduce(logging_outputs, totals: Optional[dict], on_failure=None) -> None:
     """Log the ``aa_*`` metrics of one step's *logging_outputs* (all ranks) with fairseq's
-    ``metrics``, and add them to the run's *totals*. *on_failure* is called first when a
+    ``metrics``, and add them to the run's *totals* (the train iterator's ``run_totals``;
+    ``None``: no train iterator, no cumulative counts). *on_failure* is called first when a
     rank's Assistant failed: the logs are summed over all ranks, so every rank stops at
     this same update."""
     from fairseq import metrics
@@ -67,8 +70,6 @@ def reduce(logging_outputs, totals: dict, on_failure=None) -> None:
 
     for key in SUMMED:
         metrics.log_scalar_sum("_aa_" + key, total("aa_" + key))
-    for key in totals:
-        totals[key] += total("aa_" + key)
     metrics.log_derived("aa_accept_sent", functools.partial(
         _ratio, "_aa_accepted_pairs", "_aa_considered_pairs"))
     metrics.log_derived("aa_accept_tok", functools.partial(
@@ -82,7 +83,12 @@ def reduce(logging_outputs, totals: dict, on_failure=None) -> None:
         value = total("aa_" + key)
         if value:
             metrics.log_scalar_sum(name, value)
-    # cumulative over the run (and across resumes): read at print time
+    if totals is None:
+        return
+    for key in totals:
+        totals[key] += total("aa_" + key)
+    # cumulative over the run (and across resumes): read at print time. fairseq keeps the
+    # first function logged under a name, so *totals* is one dict for the whole run
     metrics.log_derived("aa_boss_tok", lambda meters: int(totals["boss_tokens"]))
     # with padding: what the Boss's matrix products compute (batch size x longest sides)
     metrics.log_derived("aa_boss_padded_tok", lambda meters: int(totals["boss_padded_tokens"]))

@@ -113,7 +113,7 @@ def test_windows_of_an_old_generation_are_dropped(sizes):
     fresh_windows = [fresh.next_window(_score) for _ in range(3)]
     windows = [stale] + fresh_windows
     def taken():  # considered pairs of every window taken (batches issued or not)
-        return stream.totals["considered_pairs"] + stream._untold["considered_pairs"]
+        return stream.credited["considered_pairs"] + stream._untold["considered_pairs"]
 
     taken_before = taken()
     while stream.pending:

@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 import torch
 
+from types import SimpleNamespace
+
+from fairseq import metrics
+
+from autoassist_fairseq import metrics as aa_metrics
 from autoassist_fairseq.assistant import Assistant, AssistantHParams
+from autoassist_fairseq.tasks.autoassist_translation import AutoAssistTranslationTask
 from autoassist_fairseq.transport.process import AssistantProcess
 from autoassist_fairseq.data.batch_generator import BatchGenerator
 from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
@@ -26,7 +32,7 @@ _spec.loader.exec_module(make_state)
 
 # layouts that shipped, and the commit that wrote each fixture
 SHIPPED = {"v1": "262d29f", "v3-gen4": "6063bc4", "v3-rate": "fe7ba69",
-           "v3-totals": "a9e7582", "v3-pass-counts": "98a2b7d"}
+           "v3-totals": "a9e7582", "v3-pass-counts": "98a2b7d", "v5": "a78aa29"}
 
 
 @pytest.fixture
@@ -64,9 +70,10 @@ def test_every_shipped_layout_resumes_with_its_assistant(name, iterators, caplog
     assert epoch.n == saved["offset"] == 6 and len(epoch) == saved["num_batches"]
     rank = saved["ranks"][0]
     restored = itr.client.state()
-    # the Assistant's state goes on where it was saved (these layouts named its count of
-    # loss batches "updates")
-    assert restored["stats"]["loss_batches"] == rank["stats"]["updates"]
+    # the Assistant's state goes on where it was saved (layouts before 5 named its count
+    # of loss batches "updates")
+    assert restored["stats"]["loss_batches"] == rank["stats"].get("updates",
+                                                                 rank["stats"].get("loss_batches"))
     np.testing.assert_array_equal(restored["assistant"]["model"]["theta"],
                                   rank["assistant"]["model"]["theta"])
     sample = next(epoch)
@@ -103,6 +110,7 @@ def _current_state(iterators):
     (lambda a: a["ranks"][0]["stream"].update(made_up=1), r"unknown fields \['made_up'\]"),
     (lambda a: a["ranks"][0]["stream"]["generator"].pop("next_pair"), "missing fields"),
     (lambda a: a["ranks"][0].update(stream=[1]), "is a list, not a dict"),
+    (lambda a: a["totals"].pop("boss_tokens"), r"run's totals .*missing fields"),
 ])
 def test_unknown_states_are_refused_at_load_with_the_reason(change, match, iterators):
     state = _current_state(iterators)
@@ -143,3 +151,33 @@ def test_a_v4_state_resumes_with_its_count_of_loss_batches_renamed(iterators, ca
         epoch = itr.next_epoch_itr()
     assert f"after {stats['updates']} loss batches" in caplog.text
     assert next(epoch)["id"].tolist() == saved["ranks"][0]["stream"]["pending"][0].tolist()
+
+
+def test_a_v5_state_resumes_with_the_run_totals_of_its_task_dict(iterators):
+    """Schema 5 kept the run's totals in the task's checkpoint dict, which fairseq hands to
+    the task after the iterator's state, and copies of rank 0's counts in the iterator's:
+    the resumed run's totals go on from the task dict's, the copies are not counted again,
+    and the next checkpoint holds the totals once, in the iterator's state."""
+    state = _load("v5")
+    copied = tensors_to_arrays(state["autoassist"])["totals"]  # rank 0's, as of the save
+    task_dict = {"totals": {"boss_tokens": 5000.0, "boss_padded_tokens": 7000.0,
+                            "considered_tokens": 2100.0, "accepted_tokens": 1800.0}}
+    itr = iterators()
+    itr.load_state_dict(state)
+    AutoAssistTranslationTask.set_checkpoint_dict(SimpleNamespace(train_iterator=itr), task_dict)
+    epoch = itr.next_epoch_itr()
+    assert itr.run_totals == task_dict["totals"]
+    sample = next(epoch)
+    stats = itr.pop_log_stats()  # the first batch after the resume, not the saved counts again
+    assert 0 < stats["considered_tokens"] < copied["considered_tokens"]
+    stats["boss_tokens"] = sample["autoassist"]["tokens"]
+    with metrics.aggregate():
+        aa_metrics.reduce([aa_metrics.logging_output(stats, {})], itr.run_totals)
+    assert itr.run_totals["considered_tokens"] == pytest.approx(2100 + stats["considered_tokens"])
+    assert itr.run_totals["boss_tokens"] == 5000 + sample["autoassist"]["tokens"]
+    saved = itr.state_dict()["autoassist"]
+    assert saved["version"] == VERSION and saved["totals"] == itr.run_totals
+    assert "wait_seconds" not in saved and "totals" not in saved["ranks"][0]["stream"]
+    again = iterators()
+    again.load_state_dict(itr.state_dict())
+    assert again.run_totals == itr.run_totals

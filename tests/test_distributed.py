@@ -38,6 +38,8 @@ def test_two_workers_finish_with_equal_updates_and_resume_mid_epoch_exactly(trai
     state = torch.load(tmp_path / "whole" / "checkpoint_last.pt", weights_only=False)
     saved = state["extra_state"]["train_iterator"]["autoassist"]
     assert saved["batches_done"] == ends[-1]
+    # the checkpoint's totals are the run's, over both ranks: what the log shows
+    assert saved["totals"]["boss_tokens"] == _last_value(out, "aa_boss_tok") > 0
     # rank 0 wrote both ranks' Assistants and batch plans, gathered at the epoch's end
     assert len(saved["ranks"]) == 2
     assert all(r["stats"]["loss_batches"] > 0 and r["stream"] is not None for r in saved["ranks"])
@@ -55,6 +57,13 @@ def test_two_workers_finish_with_equal_updates_and_resume_mid_epoch_exactly(trai
     for rank in (0, 1):
         got = read_trace(tmp_path / "trace-part", rank)
         assert [ids for _, _, ids in got] == [ids for _, _, ids in expected[rank]], rank
+    # the run's cumulative counters go on from the checkpoint, each token counted once
+    for key in ("aa_boss_tok", "aa_skip_tok", "aa_boss_padded_tok"):
+        assert _last_value(proc.stdout, key) == pytest.approx(_last_value(out, key), abs=2), key
+
+
+def _last_value(output, key):
+    return float(re.findall(rf"\| train \| epoch .*\| {key} ([0-9.e+]+)", output)[-1])
 
 
 def _restore_sigint():

@@ -19,6 +19,13 @@ from utils import running
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
+def _child_env():
+    """The environment of a child Python that imports this module: the tests' folder and the
+    repository root first on its path, as pytest has them (rootdir, pytest.ini's pythonpath)."""
+    path = [TESTS, os.path.dirname(TESTS), os.environ.get("PYTHONPATH")]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
+
+
 @dataclass
 class Window:
     """Stands in for the generator's window plan: the process only forwards it."""
@@ -118,18 +125,16 @@ def test_shutdown_is_idempotent_and_leaves_no_process(proc):
 
 def test_child_exits_when_parent_dies(tmp_path):
     """A Boss killed with SIGKILL leaves no Assistant behind."""
-    import subprocess
-    import sys
     script = tmp_path / "boss.py"
     script.write_text(
-        "import sys, time\n"
-        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "import time\n"
         "from test_process import SlowAssistant, OneWindowGenerator\n"
         "from autoassist_fairseq.transport.process import AssistantProcess\n"
         "p = AssistantProcess(SlowAssistant, OneWindowGenerator)\n"
         "print(p.proc.pid, flush=True)\n"
         "time.sleep(60)\n")
-    boss = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    boss = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            env=_child_env())
     child = int(boss.stdout.readline())
     boss.kill()
     boss.wait()
@@ -376,16 +381,15 @@ def test_shutdown_after_death_mid_message_is_quick_and_clean(big):
 
 
 def _run_script(body, timeout=60):
-    script = textwrap.dedent(f"""\
+    script = textwrap.dedent("""\
         import os, signal, sys, time
-        sys.path.insert(0, {TESTS!r})
         from test_process import _start_big, _wait_until_blocked, _drain
         from autoassist_fairseq.transport.process import AssistantProcess
         """) + textwrap.dedent(body)
     start = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout, env=_child_env())
     except subprocess.TimeoutExpired:
         pytest.fail(f"the Boss did not exit within {timeout}s: a thread blocks its exit")
     assert done.returncode == 0, done.stderr

@@ -3,8 +3,10 @@
 import re
 import shutil
 
+import numpy as np
 import pytest
 import torch
+from fairseq.data import data_utils
 
 from utils import RANDOM_SKIP, read_trace, run, train_args
 
@@ -20,9 +22,10 @@ def _last_epoch_value(output, key, epoch=""):
 
 def test_mid_epoch_resume_trains_exactly_the_uninterrupted_plan(train_data, random_skip_run,
                                                                tmp_path):
-    """Interrupted in the middle of epoch 2 and resumed, the run trains the same batches in
-    the same order as without the interruption: no pair repeated, none dropped; the
-    Assistant goes on from the state it saved."""
+    """Stopped at the end of epoch 1, then in the middle of epoch 2, and resumed each time,
+    the run trains the same batches in the same order as without the interruptions: no pair
+    repeated, none dropped; the Assistant goes on from the state it saved, and the run's
+    cumulative counters from the checkpoint's totals."""
     # the uninterrupted run (--max-epoch 3): the first 3 epochs of conftest's random_skip_run
     whole_out = random_skip_run.stdout
     expected = [row for row in read_trace(random_skip_run.trace) if row[0] <= 3]
@@ -30,6 +33,8 @@ def test_mid_epoch_resume_trains_exactly_the_uninterrupted_plan(train_data, rand
     stop = epoch1 + 11  # in the middle of epoch 2
     part = train_args(train_data, tmp_path / "part", extra=[
         "--max-epoch", "3", "--assistant-trace-dir", tmp_path / "trace-part", *RANDOM_SKIP])
+    run(part + ["--max-epoch", "1"])  # an end-of-epoch checkpoint: fairseq resets its meters
+    assert _saved(tmp_path / "part")["iterations_in_epoch"] == 0
     run(part + ["--max-update", str(stop)])
     itr = _saved(tmp_path / "part")
     assert itr["epoch"] == 2 and itr["iterations_in_epoch"] == 11
@@ -48,7 +53,7 @@ def test_mid_epoch_resume_trains_exactly_the_uninterrupted_plan(train_data, rand
     assert float(m.group(3)) == pytest.approx(stats["accuracy"], abs=1e-6)
     assert int(m.group(4)) == stats["loss_batches"]
     assert "epoch 003" in out
-    # the run's cumulative counters go on from the checkpoint, each token counted once
+    # the run's cumulative counters go on from each checkpoint, each token counted once
     for key in ("aa_boss_tok", "aa_skip_tok"):
         assert _last_epoch_value(out, key) == pytest.approx(
             _last_epoch_value(whole_out, key, epoch="003"), abs=2), key
@@ -60,15 +65,26 @@ def test_mid_epoch_resume_trains_exactly_the_uninterrupted_plan(train_data, rand
 
 
 def test_sharded_data_keeps_the_assistant(train_data, tmp_path):
-    """``--data a:b`` loads another shard each epoch: the Assistant carries over."""
+    """``--data a:b`` loads another shard each epoch: the Assistant and the run's cumulative
+    counters carry over."""
     shard = tmp_path / "shard2"
     shutil.copytree(train_data, shard)
-    proc = run(train_args(f"{train_data}:{shard}", tmp_path / "ck", extra=["--max-epoch", "2"]))
+    proc = run(train_args(f"{train_data}:{shard}", tmp_path / "ck", extra=[
+        "--max-epoch", "2", "--assistant-trace-dir", tmp_path / "trace"]))
     out = proc.stdout + proc.stderr
     m = re.search(r"restored Assistant state: .* after (\d+) loss batches \(from the previous data "
                   r"shard\)", out)
     assert m and int(m.group(1)) > 0, out[-3000:]
     assert "epoch 002" in out and "done training" in out
+    # aa_boss_tok counts the tokens of every batch trained, over both shards (a copy: the
+    # same sizes)
+    datasets = [data_utils.load_indexed_dataset(str(train_data / f"train.src-tgt.{lang}"), None)
+                for lang in ("src", "tgt")]
+    tokens = sum(np.array(ds.sizes, np.int64) for ds in datasets)  # copied from the memory map
+    trained = {e: sum(int(tokens[ids].sum()) for epoch, _, ids in read_trace(tmp_path / "trace")
+                      if epoch <= e) for e in (1, 2)}
+    for epoch in (1, 2):
+        assert _last_epoch_value(out, "aa_boss_tok", f"00{epoch}") == trained[epoch], epoch
 
 
 def test_plain_translation_checkpoints_interchange(train_data, tmp_path):

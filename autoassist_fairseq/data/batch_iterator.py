@@ -21,6 +21,7 @@ from typing import Callable, List, Optional
 from fairseq.data.iterators import CountingIterator, EpochBatchIterating
 
 from ..losses import BossLosses
+from ..metrics import RUN_TOTALS
 from ..transport.client import AssistantClient
 from .batch_generator import BatchGenerator
 from .batch_stream import BatchStream, StreamState, agree_num_batches
@@ -58,7 +59,12 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         points (RunPoints, optional): where annealing starts and fairseq saves (default:
             no annealing, no saves within an epoch).
         carry (dict, optional): state carried over from the iterator of the previous data
-            shard (``--data a:b``): the Assistant's weights and the run's counters.
+            shard (``--data a:b``): the Assistant's weights and the run's totals.
+
+    ``run_totals``: the run's counts over every rank (``aa_boss_tok``, ``aa_boss_padded_tok``,
+    ``aa_skip_tok``), summed from every step's logs by :func:`~..metrics.reduce` on every
+    rank, saved once in the checkpoint; one dict for the whole run (restored in place, handed
+    to the next shard's iterator): fairseq's derived meters keep the first dict they read.
     """
 
     def __init__(self, dataset, collate_fn, generator: BatchGenerator,
@@ -83,6 +89,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self._num_batches = None
         self._resume: Optional[dict] = None  # checkpoint state, applied at next epoch start
         self._carry = carry
+        self.run_totals = carry["run_totals"] if carry else dict.fromkeys(RUN_TOTALS, 0.0)
         self.rank_states: List[Optional[dict]] = [None] * num_shards
         self._synced_at = None  # (epoch, consumed) of the rank states gathered last
         self._batches_before = 0  # batches trained before the current epoch iterator's start
@@ -161,16 +168,12 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         if resume is not None:
             offset = int(resume.get("offset") or 0) if resume.get("epoch") == self.epoch else 0
             own = self._own_entry(resume)
-            if resume.get("totals"):
-                self.stream.totals.update(resume["totals"])
-                self.client.wait_seconds = float(resume.get("wait_seconds", 0.0))
-                self._batches_before = int(resume.get("batches_done", 0)) - offset
+            if resume.get("batches_done"):
+                self._batches_before = int(resume["batches_done"]) - offset
         if self._carry is not None:
-            self.stream.totals.update(self._carry["totals"])
             self._batches_before = self._carry["batches_done"]
-            self.client.wait_seconds = self._carry["wait_seconds"]
         if own is not None and own.get("stream") is not None:
-            self.stream.restore(StreamState(**own["stream"]))  # this rank's own counters
+            self.stream.restore(StreamState(**own["stream"]))
             logger.info(f"resuming the batch stream at pass {self.stream.gen_state['epoch']}, "
                         f"window {self.stream.gen_state['next_window']}, with "
                         f"{len(self.stream.pending)} batches planned")
@@ -180,10 +183,6 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         elif resume is not None and offset > 0 and resume.get("ranks") is not None:
             logger.warning(f"this rank's batch plan is not in the checkpoint: the rest of "
                            f"epoch {self.epoch} comes from a fresh data pass")
-        if resume is not None or self._carry is not None:
-            # restored counters were logged before the save (the task's totals hold them):
-            # the next log shows only what happens from here
-            self._logged = dict(self.stream.totals, wait_seconds=self.client.wait_seconds)
         if not self.client.started:
             assistant = (own or {}).get("assistant") or (self._carry or {}).get("assistant")
             self.client.start(self.epoch, assistant, "the checkpoint" if own is not None
@@ -256,9 +255,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                 assistant = None
             else:
                 assistant = {k: v for k, v in assistant.items() if k in ("model", "schedule")}
-        return {"assistant": assistant,
-                "totals": dict(self.stream.totals), "batches_done": self.batches_done,
-                "wait_seconds": self.client.wait_seconds}
+        return {"assistant": assistant, "run_totals": self.run_totals,
+                "batches_done": self.batches_done}
 
     # -- Boss -> Assistant ----------------------------------------------------------------
     def begin_update(self, update_num: int) -> None:
@@ -296,7 +294,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         """Counters accumulated since the last call, plus the Assistant's latest state."""
         # what the batches trained so far hold, not those prefetched: a checkpoint saves
         # the same point, so a resumed run logs every window once
-        now = dict(self.stream.totals_at(self.iterations_in_epoch),
+        now = dict(self.stream.credited_at(self.iterations_in_epoch),
                    wait_seconds=self.client.wait_seconds)
         delta = {k: v - self._logged.get(k, 0) for k, v in now.items()}
         self._logged = now
@@ -329,15 +327,15 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             "autoassist": arrays_to_tensors({
                 "version": VERSION, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
                 "num_batches": None if finished else self._num_batches, "ranks": ranks,
-                "totals": self.stream.totals_at(self.iterations_in_epoch),
-                "wait_seconds": self.client.wait_seconds, "batches_done": self.batches_done,
+                "totals": dict(self.run_totals), "batches_done": self.batches_done,
             }),
         }
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Check and migrate the saved state (``schema``); the stream and the Assistant
-        are restored when the next epoch starts. A state this version cannot resume from
-        raises :class:`~.schema.CheckpointSchemaError` here, before any training."""
+        """Check and migrate the saved state (``schema``) and restore the run's totals; the
+        stream and the Assistant are restored when the next epoch starts. A state this
+        version cannot resume from raises :class:`~.schema.CheckpointSchemaError` here,
+        before any training."""
         self.epoch = state_dict["epoch"]
         offset = state_dict.get("iterations_in_epoch", 0) or 0
         if state_dict.get("autoassist") is None:  # a plain translation checkpoint
@@ -352,6 +350,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             saved = {"epoch": self.epoch, "offset": offset, "num_batches": None, "ranks": None}
         else:
             saved = load_schema(tensors_to_arrays(state_dict["autoassist"]), self.generator)
+        if saved.get("totals") is not None:  # else: none, or in the task's state (schema <= 5)
+            self.run_totals.update({k: float(saved["totals"][k]) for k in RUN_TOTALS})
         self._resume = saved
         self._cur_epoch_itr = None
 

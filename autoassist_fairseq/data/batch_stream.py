@@ -60,9 +60,9 @@ class StreamState:
     # the rate estimate's (accepted, considered) tokens of recent windows: the next epoch's
     # batch count depends on it, so a resumed run must count as the uninterrupted one
     rate: Optional[List[List[float]]] = None
-    # the counters as of the saved point: credited to the batches trained, and still to be
-    # credited to the pending ones (so that a resumed run counts every window once)
-    totals: Optional[dict] = None
+    # the counts of the windows taken, still to be credited to the pending batches (so that
+    # a resumed run counts every window once; what the batches trained hold is in the run's
+    # totals, which the iterator saves)
     untold: Optional[dict] = None
     untold_batches: int = 0
     # the counters of the data pass under way, as of the windows taken (its log line)
@@ -104,7 +104,9 @@ class BatchStream:
         self.issued: List[Batch] = []  # issued in the current epoch, in order
         self.issued_counts: List[dict] = []  # the counters credited to each issued batch
         self.issued_offset = 0  # consumed count of the epoch at issued[0]
-        self.totals = dict.fromkeys(COUNTERS, 0.0)
+        # this process's counts credited to the batches issued, which the log's deltas are
+        # taken from (the run's totals are the iterator's)
+        self.credited = dict.fromkeys(COUNTERS, 0.0)
         self._untold = dict.fromkeys(COUNTERS, 0.0)  # counts of windows taken, not yet issued
         self._untold_batches = 0
         self.pass_counts = dict.fromkeys(COUNTERS, 0.0)  # the data pass under way
@@ -187,7 +189,7 @@ class BatchStream:
         moved = {}
         for key in COUNTERS:
             moved[key] = self._untold[key] * share
-            self.totals[key] += moved[key]
+            self.credited[key] += moved[key]
             self._untold[key] -= moved[key]
         self._untold_batches = max(0, self._untold_batches - 1)
         return moved
@@ -196,11 +198,12 @@ class BatchStream:
         """The credits of the batches issued after *consumed* (prefetched, not trained)."""
         return self.issued_counts[max(0, consumed - self.issued_offset):]
 
-    def totals_at(self, consumed: int) -> dict:
-        """The counters of the batches trained when *consumed* batches of the epoch are."""
+    def credited_at(self, consumed: int) -> dict:
+        """The counts credited to the batches trained when *consumed* batches of the epoch
+        are (since this stream started)."""
         with self.lock:
             ahead = self._ahead(consumed)
-            return {k: v - sum(c[k] for c in ahead) for k, v in self.totals.items()}
+            return {k: v - sum(c[k] for c in ahead) for k, v in self.credited.items()}
 
     # -- checkpoints ----------------------------------------------------------------------
     def state(self, consumed: int) -> StreamState:
@@ -211,13 +214,12 @@ class BatchStream:
             gen = self.gen_state if self.gen_state is not None else self.generator.state_dict()
             rate = [[a, t] for a, t in self.rate.recent]
             ahead = self._ahead(consumed)
-            totals = {k: v - sum(c[k] for c in ahead) for k, v in self.totals.items()}
             untold = {k: v + sum(c[k] for c in ahead) for k, v in self._untold.items()}
             untold_batches = self._untold_batches + len(ahead)
             pass_counts = dict(self.pass_counts)
         weights = [b.weights for b in batches] if self.reweight else None
         return StreamState(generator=gen, pending=[b.ids for b in batches], weights=weights,
-                           rate=rate, totals=totals, untold=untold,
+                           rate=rate, untold=untold,
                            untold_batches=untold_batches, pass_counts=pass_counts)
 
     def restore(self, state: StreamState) -> None:
@@ -232,8 +234,7 @@ class BatchStream:
         # a field left None was not saved (schema version 3 grew them one by one)
         if state.rate is not None:  # else: estimated afresh from the windows taken
             self.rate.recent = deque((float(a), float(t)) for a, t in state.rate)
-        if state.totals is not None:  # else: the run's totals, restored by the iterator
-            self.totals = {k: float(state.totals.get(k, 0.0)) for k in COUNTERS}
+        if state.untold is not None:  # else: the pending batches carry no counts
             self._untold = {k: float(state.untold.get(k, 0.0)) for k in COUNTERS}
             self._untold_batches = int(state.untold_batches)
         if state.pass_counts is not None:  # else: the pass's first line after the

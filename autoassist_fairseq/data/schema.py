@@ -3,8 +3,7 @@
 fairseq saves the iterator's ``state_dict()``; its ``"autoassist"`` entry holds what a
 resumed run needs to go on exactly where the saved one stood::
 
-    {"version", "world_size", "epoch", "offset", "num_batches", "totals",
-     "wait_seconds", "batches_done",
+    {"version", "world_size", "epoch", "offset", "num_batches", "totals", "batches_done",
      "ranks": [None | {"assistant": Assistant.state_dict() | None, "stats": dict | None,
                        "stream": None | {StreamState fields,
                                          "generator": BatchGenerator.state_dict()}}]}
@@ -25,8 +24,14 @@ replaced by a fresh Assistant. Versions:
   (added inside version 3 too), the run-wide number of the next batch. The Assistant's
   state of an ``--assistant-sync`` run also holds ``held_losses``, the losses it received
   but had not learned yet, which a resumed run learns first;
-- 5: this layout: a rank's ``stats`` count the loss batches the Assistant learned from as
-  ``loss_batches`` (``updates`` before; the stats are a record, not read to resume).
+- 5: a rank's ``stats`` count the loss batches the Assistant learned from as
+  ``loss_batches`` (``updates`` before; the stats are a record, not read to resume);
+- 6: this layout: ``totals`` are the run's counts over every rank (``RUN_TOTALS``, kept by
+  the iterator), saved once. Before, ``totals`` (with ``wait_seconds``) copied rank 0's
+  window counts, each rank's stream held its own, and the run's sums over the ranks lived
+  in the task's checkpoint dict: the copies are dropped, and the sums, ``None`` after
+  :func:`load`, come from the task's dict (:func:`run_totals_from_task`), which fairseq hands
+  over after the iterator's state.
 
 The generator state's ``"epoch"`` is the data pass (its name in every version).
 """
@@ -34,17 +39,17 @@ The generator state's ``"epoch"`` is the data pass (its name in every version).
 import logging
 from typing import Optional
 
-from ..metrics import COUNTERS
+from ..metrics import RUN_TOTALS
 
 logger = logging.getLogger(__name__)
 
-VERSION = 5
+VERSION = 6
 
 TOP_KEYS = {"version", "world_size", "epoch", "offset", "num_batches", "ranks", "totals",
-            "wait_seconds", "batches_done"}
+            "batches_done"}
 RANK_KEYS = {"assistant", "stats", "stream"}
-STREAM_KEYS = {"generator", "pending", "weights", "rate", "totals", "untold",
-               "untold_batches", "pass_counts"}
+STREAM_KEYS = {"generator", "pending", "weights", "rate", "untold", "untold_batches",
+               "pass_counts"}
 GENERATOR_KEYS = {"epoch", "next_window", "next_pair", "window_size", "carried",
                   "carried_weights", "accept_all", "generation", "batches_made"}
 _RESET = ("resume from another checkpoint, or relaunch with --reset-dataloader (a new "
@@ -74,24 +79,33 @@ def load(saved: dict, generator) -> dict:
         saved = _from_v1(saved)
     elif version == 3:
         saved = _from_v3(saved, generator)
-    elif version == 4:
-        saved = dict(saved, version=VERSION)
-    elif version != VERSION:
+    elif version not in (4, 5, VERSION):
         newer = isinstance(version, int) and version > VERSION
         raise CheckpointSchemaError(
             f"the checkpoint's AutoAssist state has schema version {version!r}; this "
-            f"autoassist-fairseq reads versions 1, 3, 4 and {VERSION}"
+            f"autoassist-fairseq reads versions 1, 3, 4, 5 and {VERSION}"
             + (" (the checkpoint is from a newer release: upgrade autoassist-fairseq)"
                if newer else "") + f"; {_RESET}")
-    _check(saved)
     if version != VERSION:
+        saved = _from_v5(saved)
+    _check(saved)
+    if version in (1, 3, 4):
         saved["ranks"] = [_stats_from_v4(e) for e in saved["ranks"]] \
             if saved["ranks"] is not None else None
     return saved
 
 
+def run_totals_from_task(task_state: dict) -> Optional[dict]:
+    """The run's totals where schema versions 1 to 5 kept them: the task's checkpoint dict
+    ``{"totals": {key: value}}`` (``None`` when it holds none)."""
+    totals = task_state.get("totals")
+    return None if totals is None else {k: float(totals.get(k, 0.0)) for k in RUN_TOTALS}
+
+
 def _check(saved: dict) -> None:
     _keys("the AutoAssist state", saved, TOP_KEYS, required=TOP_KEYS)
+    if saved["totals"] is not None:
+        _keys("the run's totals", saved["totals"], set(RUN_TOTALS), required=set(RUN_TOTALS))
     ranks = saved["ranks"]
     if ranks is not None and not isinstance(ranks, list):
         raise CheckpointSchemaError(f"the AutoAssist state's ranks is a "
@@ -120,8 +134,22 @@ def _keys(what: str, obj, allowed: set, required: set) -> None:
 
 
 # -- migrations ------------------------------------------------------------------------
+def _from_v5(saved: dict) -> dict:
+    """Versions 1 to 5 (each migrated to the layout of 5 first) copied rank 0's window
+    counts to ``totals`` and ``wait_seconds``, and each rank's stream held its own: the run's
+    totals are in the task's checkpoint dict instead (``None`` until it is read)."""
+    saved = {k: v for k, v in saved.items() if k != "wait_seconds"}
+    saved.update(version=VERSION, totals=None)
+    if saved.get("ranks") is not None:
+        saved["ranks"] = [
+            entry if not isinstance(entry, dict) or not isinstance(entry.get("stream"), dict)
+            else dict(entry, stream={k: v for k, v in entry["stream"].items() if k != "totals"})
+            for entry in saved["ranks"]]
+    return saved
+
+
 def _from_v1(saved: dict) -> dict:
-    """Version 1 held one plan per epoch; its Assistants and counters carry over."""
+    """Version 1 held one plan per epoch; its Assistants carry over."""
     _keys("the AutoAssist state (version 1)", saved,
           {"version", "world_size", "epoch", "offset", "num_batches", "plan", "ranks", "rate",
            "totals", "batches_done", "rank_batches"}, required={"version", "epoch", "ranks"})
@@ -135,8 +163,6 @@ def _from_v1(saved: dict) -> dict:
     return {"version": VERSION, "world_size": saved.get("world_size", len(ranks)),
             "epoch": saved["epoch"], "offset": saved.get("offset") or 0,
             "num_batches": saved.get("num_batches"), "ranks": ranks or None,
-            "totals": {k: v for k, v in (saved.get("totals") or {}).items() if k in COUNTERS},
-            "wait_seconds": float((saved.get("totals") or {}).get("wait_seconds", 0.0)),
             "batches_done": saved.get("batches_done", 0)}
 
 
@@ -158,9 +184,8 @@ def _from_v3(saved: dict, generator) -> dict:
         if entry is not None and entry.get("stream") is not None:
             stream = dict(entry["stream"])
             # before these fields: estimated afresh / counted from the resume on
-            for key, default in (("weights", None), ("rate", None), ("totals", None),
-                                 ("untold", None), ("untold_batches", 0),
-                                 ("pass_counts", None)):
+            for key, default in (("weights", None), ("rate", None), ("untold", None),
+                                 ("untold_batches", 0), ("pass_counts", None)):
                 stream.setdefault(key, default)
             stream["generator"] = _generator_from_v3(stream["generator"], generator, r)
             # before run-wide batch numbers: the batches trained come first, then the
@@ -170,9 +195,7 @@ def _from_v3(saved: dict, generator) -> dict:
             entry = dict(entry, stream=stream)
         ranks.append(entry)
     saved["ranks"] = ranks if saved.get("ranks") is not None else None
-    saved.setdefault("wait_seconds", 0.0)
     saved.setdefault("batches_done", 0)
-    saved.setdefault("totals", None)
     return saved
 
 

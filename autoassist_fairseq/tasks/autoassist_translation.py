@@ -23,6 +23,7 @@ from ..assistant import Assistant
 from ..data.batch_generator import BatchGenerator
 from ..data.batch_iterator import AutoAssistEpochBatchIterator
 from ..data.run_points import RunPoints
+from ..data.schema import run_totals_from_task
 from ..features.store import FeatureStore
 from ..features.training import open_train_features
 from ..losses import BatchTrace, check_criterion, train_step_with_losses
@@ -55,7 +56,6 @@ class AutoAssistTranslationTask(TranslationTask):
         self.features: Optional[FeatureStore] = None
         self.suspect: Optional[np.ndarray] = None  # the pairs the pair checks flag
         self.train_iterator: Optional[AutoAssistEpochBatchIterator] = None
-        self.totals = dict.fromkeys(aa_metrics.RUN_TOTALS, 0.0)  # all ranks, the whole run
         self._trace: Optional[BatchTrace] = None
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
@@ -145,16 +145,17 @@ class AutoAssistTranslationTask(TranslationTask):
     def reduce_metrics(self, logging_outputs, criterion):
         super().reduce_metrics(logging_outputs, criterion)
         itr = self.train_iterator
-        aa_metrics.reduce(logging_outputs, self.totals,
-                          on_failure=itr.stop_on_failure if itr is not None else None)
-
-    def get_checkpoint_dict(self) -> dict:
-        """The run's cumulative token counts (the Assistant itself is saved with the train
-        iterator's state, which fairseq restores at resume)."""
-        return {type(self).__name__: {"totals": dict(self.totals)}}
+        if itr is None:
+            aa_metrics.reduce(logging_outputs, None)
+        else:
+            aa_metrics.reduce(logging_outputs, itr.run_totals, on_failure=itr.stop_on_failure)
 
     def set_checkpoint_dict(self, state: dict) -> None:
-        self.totals.update(state.get("totals", {}))
+        """Only checkpoints of schema version 5 and older have a task dict: the run's totals,
+        which fairseq hands over after the train iterator's state (newer ones hold them there)."""
+        totals = run_totals_from_task(state)
+        if totals is not None and self.train_iterator is not None:
+            self.train_iterator.run_totals.update(totals)
 
 
 def _all_gather(obj):
