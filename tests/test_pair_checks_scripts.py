@@ -72,3 +72,18 @@ def test_script_settings_are_options():
     assert not flagged(pair_checks(src, tgt, symbols=symbols, settings=default), default).any()
     wide = PairCheckSettings(checks=("script",), rare_script=0.5)
     assert flagged(pair_checks(src, tgt, symbols=symbols, settings=wide), wide)[-5]
+
+
+def test_a_file_of_the_previous_autoassist_features_reads_without_the_script_check(tmp_path):
+    from autoassist_fairseq.features.store import FeatureStore
+    from autoassist_fairseq.features.tfidf import tfidf_features
+    src, tgt, symbols = _corpus(np.random.default_rng(2), DE)
+    checks = pair_checks(src, tgt, symbols=symbols)
+    prefix = str(tmp_path / "f")
+    FeatureStore.save(prefix, tfidf_features(src, tgt), {}, pair_checks=checks)
+    store = FeatureStore.open(prefix)
+    assert store.meta["pair_checks"]["script"] == 2
+    np.save(prefix + ".pair-checks.npy", checks[:, :9].copy())  # nine columns: no script
+    assert np.isnan(store.pair_checks()[:, 9]).all()
+    np.testing.assert_array_equal(store.suspect_pairs(), flagged(checks[:, :9]))
+    assert not store.suspect_pairs()[-5:-3].any()  # the Russian and Hindi sides pass then
