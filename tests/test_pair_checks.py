@@ -215,7 +215,7 @@ def test_lexical_settings_are_options_recorded_in_the_header(tmp_path):
     for parser in (build.get_parser(), check_report.get_parser()):
         text = parser.format_help()
         assert "--lexical-bar" in text and f"default: {LEXICAL_BAR}" in text
-        assert "default: language,unrelated,digits)" in " ".join(text.split())  # lexical: opt-in
+        assert "default: language,unrelated,digits,script)" in " ".join(text.split())  # lexical: opt-in
     args = build.get_parser().parse_args(["data", "-s", "en", "-t", "de", "--lexical-bar", "-1",
                                           "--pair-checks", "language,lexical"])
     settings = settings_from_args(args)
@@ -229,7 +229,7 @@ def test_lexical_settings_are_options_recorded_in_the_header(tmp_path):
     store = FeatureStore.open(prefix)
     header = store.meta["pair_checks"]
     assert header["settings"]["lexical_bar"] == -1.0 and "lexical" in header["settings"]["checks"]
-    assert header["columns"][7:] == ["source_translation_score", "target_translation_score"]
+    assert header["columns"][7:9] == ["source_translation_score", "target_translation_score"]
     assert store.pair_check_settings() == settings
     np.testing.assert_array_equal(store.suspect_pairs(), flagged(checks, settings))
     assert header["lexical"] == int(_lexical_flags(checks[:, 7:9], settings).sum()) > 0

@@ -19,7 +19,8 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
-from .pair_checks import PairCheckSettings, add_settings_arguments, pair_checks, settings_from_args
+from .pair_checks import (_COUNT_KEYS, PairCheckSettings, add_settings_arguments, pair_checks,
+                          settings_from_args)
 from .store import FeatureStore, feature_prefix
 from .tfidf import count_matrix, tfidf_features
 
@@ -170,13 +171,16 @@ def cli_main(argv=None) -> int:
                 f"({store.num_rows / max(seconds, 1e-9):,.0f} pairs/s)")
     checks = store.meta["pair_checks"]
     share = checks["flagged"] / max(store.num_rows, 1)
-    parts = {"wrong_language": "with a side in the wrong language",
+    ran = checks["settings"]["checks"]
+    parts = {"language": "with a side in the wrong language",
              "unrelated": "with unrelated sides", "digits": "with digits that differ",
-             "lexical": "without word-for-word translations"}
-    logger.info(f"pair checks ({', '.join(checks['settings']['checks']) or 'none'}): "
+             "lexical": "without word-for-word translations",
+             "script": "with a side in another alphabet"}
+    logger.info(f"pair checks ({', '.join(ran) or 'none'}): "
                 f"{checks['flagged']} pairs ({share:.2%}) flagged, trained at the floor unless "
                 f"--assistant-pair-checks off: " + ", ".join(
-                    f"{checks[k]} {v}" for k, v in parts.items() if k in checks))
+                    f"{checks[_COUNT_KEYS.get(k, k)]} {v}" for k, v in parts.items()
+                    if k in ran and _COUNT_KEYS.get(k, k) in checks))
     if not checks["languages"]:
         logger.info("the language check did not run: it needs one dictionary for both sides "
                     "(fairseq-preprocess --joined-dictionary)")

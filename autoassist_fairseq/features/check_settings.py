@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Optional, Tuple
 
 from .lexical import LEXICAL_BAR
+from .scripts import RARE_SCRIPT, SCRIPT_SHARE
 
 # P(side in the other language) above which a side is flagged; naive Bayes probabilities are
 # extreme (a sentence of 10 subwords in the wrong language gets P > 0.999), so the bar leaves
@@ -43,20 +44,21 @@ DIGITS_MIN_DIFFERENT = 2
 DIGITS_SHARE = 0.5
 DIGITS_ONE_SIDE = 4
 # The checks, by name (PairCheckSettings.checks).
-CHECKS = ("language", "unrelated", "digits", "lexical")
+CHECKS = ("language", "unrelated", "digits", "lexical", "script")
 # The checks that run unless --pair-checks names others. The lexical check is opt-in: on the
 # labelled ParaCrawl pairs it added under half a point of recall for 1.4x the features' time
-# (docs/results/paracrawl/README.md), as its tables learn little from a small corpus.
-DEFAULT_CHECKS = ("language", "unrelated", "digits")
+# (docs/results/paracrawl/README.md), as its tables learn little from a small corpus. The
+# script check (:mod:`.scripts`) costs one sparse product per side.
+DEFAULT_CHECKS = ("language", "unrelated", "digits", "script")
 # the header's key for a check's count of flags where it differs from the check's name: the
 # key that feature files already hold
 _COUNT_KEYS = {"language": "wrong_language"}
-# Columns of the pair-checks array (pairs x 9).
+# Columns of the pair-checks array (pairs x 10).
 COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_p_value",
            "own_language_evidence", "digits_different", "source_digits", "target_digits",
-           "source_translation_score", "target_translation_score")
+           "source_translation_score", "target_translation_score", "foreign_script_share")
 # widths of the arrays older autoassist-features wrote: their first columns are COLUMNS'
-OLDER_WIDTHS = (3, 7)
+OLDER_WIDTHS = (3, 7, 9)
 
 
 @dataclass
@@ -70,6 +72,8 @@ class PairCheckSettings:
     digits_share: float = DIGITS_SHARE
     digits_one_side: int = DIGITS_ONE_SIDE
     lexical_bar: float = LEXICAL_BAR
+    rare_script: float = RARE_SCRIPT
+    script_share: float = SCRIPT_SHARE
 
     def __post_init__(self):
         self.checks = tuple(self.checks)
@@ -121,6 +125,14 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
                             "side of the corpus by more than this (log-probability ratio, nats "
                             "per subword, of an IBM Model 1 table fitted on the corpus; "
                             f"default: {d.lexical_bar})")
+    group.add_argument("--rare-script", type=float, default=d.rare_script,
+                       help="script check: a script (Latin, Cyrillic, CJK, ...) is foreign to "
+                            "a side when it holds under this share of the side's letters over "
+                            f"the corpus (default: {d.rare_script}) ...")
+    group.add_argument("--script-share", type=float, default=d.script_share,
+                       help="... and a pair is flagged when at least this share of one side's "
+                            "letters, over the subwords the other side lacks, are in scripts "
+                            f"foreign to it (default: {d.script_share})")
 
 
 def settings_from_args(args: argparse.Namespace) -> PairCheckSettings:
@@ -131,4 +143,5 @@ def settings_from_args(args: argparse.Namespace) -> PairCheckSettings:
                              digits_min_different=args.digits_min_different,
                              digits_share=args.digits_share,
                              digits_one_side=args.digits_one_side,
-                             lexical_bar=args.lexical_bar)
+                             lexical_bar=args.lexical_bar, rare_script=args.rare_script,
+                             script_share=args.script_share)

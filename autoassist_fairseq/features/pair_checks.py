@@ -8,12 +8,9 @@ side written in the *other* language of the pair.
 
 The check is a naive Bayes language identifier with one class per side of the corpus,
 fitted on the corpus itself (scikit-learn's ``MultinomialNB`` over the same subword counts
-as the TF-IDF features): the source rows are one language, the target rows the other. A
-side gets P(it is in the other side's language); it is flagged above
-:data:`FLAG_PROBABILITY`. Noise in the corpus blurs the two classes only a little: a
-side written in the wrong language still scores far closer to the class it belongs to.
-No model is downloaded, and any language pair with distinct subword statistics works; a
-corpus whose sides are one language cannot be told apart, which
+as the TF-IDF features). A side gets P(it is in the other side's language); it is flagged
+above :data:`FLAG_PROBABILITY`. Noise blurs the two classes only a little. No model is
+downloaded; a corpus whose sides are one language cannot be told apart, which
 :func:`check_languages_differ` reports instead of flagging pairs at random.
 
 A misaligned pair (the target of another sentence, in the right language) passes that
@@ -26,11 +23,10 @@ projections are compared (cosine). A pair's p-value is the share of random pairi
 (source of one pair, target of another) at least as similar; it is flagged above
 :data:`UNRELATED_P_VALUE`.
 
-Real crawled noise is subtler (docs/results/paracrawl/README.md, measured with
-``autoassist-check-report`` on human-labelled ParaCrawl pairs): a side is often in a *third*
-language, which the two-class identifier cannot name, and a misaligned pair is often a
-neighbouring line of the same page (the same price list with other prices), which LSI finds
-as alike as a translation. Two cheaper signals catch part of that:
+Real crawled noise is subtler (docs/results/paracrawl/README.md): a side is often in a
+*third* language, which the two-class identifier cannot name, and a misaligned pair is often
+a neighbouring line of the same page, which LSI finds as alike as a translation. Cheaper
+signals catch part of that:
 
 - the language check also takes a side's *own-language evidence*: the mean naive Bayes
   log-likelihood ratio (its language against the other) of the subwords it does not share
@@ -40,7 +36,8 @@ as alike as a translation. Two cheaper signals catch part of that:
 - the digits check compares the digits of the numbers on the two sides
   (:data:`DIGITS_MIN_DIFFERENT`, :data:`DIGITS_SHARE`, :data:`DIGITS_ONE_SIDE`).
 
-The opt-in lexical check (:mod:`.lexical`) asks for word-for-word correspondence. Which
+The script check (:mod:`.scripts`) finds a side in an alphabet its language does not use;
+the opt-in lexical check (:mod:`.lexical`) asks for word-for-word correspondence. Which
 checks run and their bars: :mod:`.check_settings` (re-exported here).
 """
 
@@ -58,6 +55,7 @@ from .check_settings import (  # noqa: F401  (re-exported: the checks' public na
     FLAG_PROBABILITY, LANGUAGE_EVIDENCE, MIN_OWN_LANGUAGE_SHARE, OLDER_WIDTHS,
     UNRELATED_P_VALUE, _COUNT_KEYS, PairCheckSettings, add_settings_arguments, settings_from_args)
 from .lexical import lexical_scores
+from .scripts import script_scores
 
 _MIN_OWN_SUBWORDS = 3  # unshared subwords a side needs for its own-language evidence
 _LSI_COMPONENTS = 100  # latent dimensions of cross-language LSI
@@ -140,17 +138,10 @@ def digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols) -> np.ndarray
 
 def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                       seed: int = 0) -> np.ndarray:
-    """Per pair, the share of random pairings of the corpus whose two sides are at least as
-    similar in cross-language LSI (see the module's docstring): near 0 for a translation,
-    spread over [0, 1] for two unrelated sentences.
-
-    Args:
-        src_counts, tgt_counts (scipy.sparse.csr_matrix): subword counts of each side.
-        seed (int): seed of the SVD's sample and of the random pairings (default: 0).
-
-    Returns:
-        np.ndarray: ``float32`` p-values, one per pair (0 for all if the corpus is too small
-        to compare with random pairings).
+    """Per pair (``float32``), the share of random pairings of the corpus whose two sides are
+    at least as similar in cross-language LSI (see the module's docstring): near 0 for a
+    translation, spread over [0, 1] for two unrelated sentences; 0 for all if the corpus is
+    too small to compare with random pairings. *seed*: of the SVD's sample and the pairings.
     """
     n = src_counts.shape[0]
     sides = [normalize(TfidfTransformer(sublinear_tf=True).fit_transform(c).astype(np.float32))
@@ -159,9 +150,7 @@ def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     fit_rows = np.sort(rng.choice(n, min(n, _LSI_FIT_PAIRS), replace=False))
     # far fewer latent dimensions than columns, so that each must join the two sides: with
     # as many as one side's vocabulary, dimensions of one side only fit as well, and the
-    # two projections of a translation come out unrelated (with 100 dimensions over the 88
-    # subwords of test_diagnose's toy corpus, its console-command test flagged most of the
-    # translations and failed)
+    # two projections of a translation come out unrelated
     k = min(_LSI_COMPONENTS, len(fit_rows) // 4, sum(x.shape[1] for x in sides) // 4)
     if n < 3 or k < 2:
         return np.zeros(n, dtype=np.float32)
@@ -189,13 +178,14 @@ def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
 def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                 languages: bool = True, symbols: Optional[Sequence[str]] = None,
                 settings: Optional[PairCheckSettings] = None) -> np.ndarray:
-    """Every check of every pair: ``float32`` (pairs x 9), columns :data:`COLUMNS`
+    """Every check of every pair: ``float32`` (pairs x 10), columns :data:`COLUMNS`
     (:func:`language_scores`, :func:`unrelated_p_value`, :func:`digit_scores`,
-    :func:`.lexical.lexical_scores`); the columns
-    of a check that did not run (``settings.checks``) are NaN, never flagged.
+    :func:`.lexical.lexical_scores`, :func:`.scripts.script_scores`); the columns of a check
+    that did not run (``settings.checks``) are NaN, never flagged.
 
     *symbols*: the text of each subword id (one list for a joined dictionary, or a pair of
-    lists: source, target), which the digits check needs; without it, it does not run.
+    lists: source, target), which the digits and script checks need; without it, they do
+    not run.
 
     ``languages=False`` (two dictionaries: a column is not the same subword on both sides,
     so one identifier cannot be fitted over them) leaves the language columns NaN, never
@@ -208,9 +198,13 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
         out[:, [0, 1, 3]] = language_scores(src_counts, tgt_counts)
     if "unrelated" in settings.checks:
         out[:, 2] = unrelated_p_value(src_counts, tgt_counts)
-    if "digits" in settings.checks and symbols is not None:
+    if symbols is not None:
         src_symbols, tgt_symbols = (symbols, symbols) if isinstance(symbols[0], str) else symbols
-        out[:, 4:7] = digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols)
+        if "digits" in settings.checks:
+            out[:, 4:7] = digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols)
+        if "script" in settings.checks:
+            out[:, 9] = script_scores(src_counts, tgt_counts, src_symbols, tgt_symbols,
+                                      joined=languages, rare_script=settings.rare_script)
     if "lexical" in settings.checks:
         out[:, 7:9] = lexical_scores(src_counts, tgt_counts, joined=languages)
     return out
@@ -259,6 +253,11 @@ def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = Non
             margin = 4.0 * (settings.lexical_bar - np.where(np.isnan(score), np.inf, score))
             out["lexical"] = (-score, margin > 0)
             margins.append(margin)
+        if checks.shape[1] > 9 and "script" in settings.checks:
+            share = checks[:, 9]  # NaN: too few letters of a rare script, never flagged
+            hit = share >= settings.script_share
+            out["script"] = (np.nan_to_num(share, nan=0.0), hit)
+            margins.append(np.where(np.isnan(share), -np.inf, share - settings.script_share + eps))
     margin = np.max(margins, axis=0) if margins else np.full(len(checks), -np.inf)
     return out, margin
 
