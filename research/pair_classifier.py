@@ -1,0 +1,321 @@
+"""A noise classifier learned from the corpus itself, against the union of the pair checks.
+
+    python -m research.pair_classifier --seed 0 --out docs/results/paracrawl/pairclf-seed0.json
+
+The cheap version of Bicleaner's recipe, without labels: a scikit-learn classifier over
+per-pair features that the pair checks already compute, trained on the corpus's own pairs
+(positives) against synthetic noise made from the same corpus (negatives), then scored on
+every pair with cross-fitting (two folds: a pair is scored by the model fitted on the other
+fold's pairs and the negatives built from them). It runs on the mix of
+``autoassist-check-report`` (the 3,000 labelled ParaCrawl en-de pairs in 27,000 clean
+Tatoeba + newstest pairs, prepared as ``scripts/prepare-corpus.sh``) and writes, per
+configuration, the ROC AUC of V+F against A+L (dropped pairs above every score, as the
+report's union), the flag rates at the bar that flags 0.5% of the mix's clean pairs that
+reached the checks (a bar set from clean pairs, not from the labels), the A+L share flagged
+at the V+F share the union flags, and the same for the classifier OR-ed with the union.
+
+Features (groups): ``language`` (the naive Bayes log-odds of each side being in the other
+language, and each side's own-language evidence), ``lsi`` (cross-language LSI cosine),
+``digits`` (digits without a counterpart, their share, the digits of each side), ``length``
+(log piece ratio against the corpus median, its size, the pair's log length), ``shared``
+(share of the shorter side's subwords that the other side holds), ``punct`` (punctuation
+without a counterpart, and its share), ``script`` (the script check's foreign-script share),
+and in the configurations "with lexical" ``lexical`` (the opt-in lexical check's two side
+scores, IBM Model 1 tables of :mod:`autoassist_fairseq.features.lexical` fitted on one fold
+and scoring the other).
+
+Negatives (kinds): ``random`` (source of one pair, target of another), ``length`` (the target
+of a pair of about the same target length), ``first`` (the target of a pair whose target
+starts with the same subword), ``lsi`` (the target, of 50 random pairs, nearest in LSI: the
+same topic, as neighbouring lines of a page), ``copy`` (a side replaced by a copy of the
+other), ``trunc`` (a side cut to 30-60% of its pieces).
+
+A throwaway measurement (docs/results/paracrawl/README.md): it did not beat the union, so
+the product does not hold it.
+"""
+
+import argparse
+import json
+import tempfile
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.decomposition import TruncatedSVD
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.feature_extraction.text import TfidfTransformer
+from sklearn.linear_model import LogisticRegression
+from sklearn.naive_bayes import MultinomialNB
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler, normalize
+
+from autoassist_fairseq.features import check_report as cr
+from autoassist_fairseq.features import lexical
+from autoassist_fairseq.features.pair_checks import check_scores, pair_checks
+from autoassist_fairseq.features.scripts import script_scores
+
+GROUPS = {"language": [0, 1, 2, 3], "lsi": [4], "digits": [5, 6, 7, 8], "length": [9, 10, 11],
+          "shared": [12], "punct": [13, 14], "script": [15], "lexical": [16, 17]}
+KINDS = ("random", "length", "first", "copy", "trunc")  # the default negatives
+PUNCT = ".,!?:;\"'()-/%&"
+GROUPS_REPORTED = ("A", "L", "A+L", "V", "F", "V+F", "MT", "E", "clean")
+
+
+class PairFeatures:
+    """The per-pair features of the module's docstring, fitted on a corpus (src, tgt counts
+    over one joined vocabulary), for any pairs over that vocabulary."""
+
+    def __init__(self, src, tgt, symbols):
+        n, vocab = src.shape
+        self.nb = MultinomialNB(alpha=1.0, fit_prior=False)
+        self.nb.partial_fit(src, np.zeros(n, int), classes=[0, 1])
+        self.nb.partial_fit(tgt, np.ones(n, int))
+        self.ratio = (self.nb.feature_log_prob_[0] - self.nb.feature_log_prob_[1]).astype(np.float32)
+        self.tfidf = [TfidfTransformer(sublinear_tf=True).fit(c) for c in (src, tgt)]
+        svd = TruncatedSVD(100, random_state=0).fit(
+            sp.hstack([self._tfidf(i, c) for i, c in enumerate((src, tgt))], format="csr"))
+        self.maps = (svd.components_[:, :vocab].T, svd.components_[:, vocab:].T)
+        lens = np.asarray(src.sum(1)).ravel(), np.asarray(tgt.sum(1)).ravel()
+        self.median_log_ratio = float(np.median(np.log((lens[0] + 1) / (lens[1] + 1))))
+        self.digits = np.zeros((vocab, 10), np.float32)
+        self.punct = np.zeros((vocab, len(PUNCT) + 1), np.float32)
+        for i, symbol in enumerate(symbols[:vocab]):
+            if not any(ch.isalpha() for ch in symbol):
+                for ch in symbol:
+                    if "0" <= ch <= "9":
+                        self.digits[i, ord(ch) - 48] += 1
+            for ch in symbol:
+                if not ch.isalnum() and ch != "\u2581" and not ch.isspace():
+                    j = PUNCT.find(ch)
+                    self.punct[i, j if j >= 0 else -1] += 1
+        self.symbols = symbols
+
+    def _tfidf(self, side, counts):
+        return normalize(self.tfidf[side].transform(counts).astype(np.float32))
+
+    def lsi(self, side, counts):
+        return normalize(self._tfidf(side, counts) @ self.maps[side])
+
+    def __call__(self, a, b, script_share):
+        out = np.full((a.shape[0], 18), np.nan, np.float32)
+        for col, (counts, sign) in enumerate(((a, 1), (b, -1))):
+            jll = self.nb.predict_joint_log_proba(counts)
+            out[:, col] = np.clip(sign * (jll[:, 1] - jll[:, 0]), -50, 50)
+        shared = a.minimum(b)
+        for col, (counts, sign) in zip((2, 3), ((a, 1), (b, -1))):
+            own = counts - shared
+            own_len = np.asarray(own.sum(1)).ravel()
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[:, col] = np.where(own_len >= 3, sign * (own @ self.ratio) / own_len, np.nan)
+        out[:, 4] = (self.lsi(0, a) * self.lsi(1, b)).sum(1)
+        da, db = np.asarray(a @ self.digits), np.asarray(b @ self.digits)
+        different, ta, tb = np.abs(da - db).sum(1), da.sum(1), db.sum(1)
+        out[:, 5], out[:, 6] = different, different / np.maximum(ta + tb, 1)
+        out[:, 7], out[:, 8] = np.minimum(ta, tb), np.maximum(ta, tb)
+        la, lb = np.asarray(a.sum(1)).ravel(), np.asarray(b.sum(1)).ravel()
+        log_ratio = np.log((la + 1) / (lb + 1)) - self.median_log_ratio
+        out[:, 9], out[:, 10], out[:, 11] = log_ratio, np.abs(log_ratio), np.log(la + lb + 1)
+        out[:, 12] = np.asarray(shared.sum(1)).ravel() / np.maximum(np.minimum(la, lb), 1)
+        qa, qb = np.asarray(a @ self.punct), np.asarray(b @ self.punct)
+        out[:, 13] = np.abs(qa - qb).sum(1)
+        out[:, 14] = out[:, 13] / np.maximum(qa.sum(1) + qb.sum(1), 1)
+        out[:, 15] = np.nan_to_num(script_share, nan=0.0)
+        return out
+
+
+def lexical_tables(src, tgt, rows):
+    """IBM Model 1 tables (features.lexical) fitted on the pairs *rows*, both directions."""
+    src, tgt = lexical._binary(src[rows]), lexical._binary(tgt[rows])
+    tables = []
+    for a, b in ((tgt, src), (src, tgt)):
+        table = lexical.fit_table(a, b)
+        known = (np.bincount(b.indices, minlength=b.shape[1]) >= lexical._MIN_COUNT)
+        share = np.bincount(a.indices, minlength=a.shape[1]) / max(len(rows), 1)
+        baseline = np.log(np.clip(share @ table, np.exp(lexical.FLOOR), 1.0)) - lexical.FLOOR
+        tables.append((table, known.astype(np.float32), baseline))
+    return tables
+
+
+def lexical_features(src, tgt, tables):
+    """The lexical check's two side scores of the pairs under *tables*."""
+    src, tgt = lexical._binary(src), lexical._binary(tgt)
+    return np.stack([lexical.side_scores(a, b, *t) for (a, b), t in
+                     zip(((tgt, src), (src, tgt)), tables)], axis=1)
+
+
+def negatives(idx, src, tgt, pieces, counts_of, lsi_tgt, first_target, kinds, rng):
+    """Synthetic noise built from the pairs *idx*: (source rows, target rows), one fifth of
+    len(idx) pairs per kind."""
+    m, q = len(idx), len(idx) // 5
+    half = q // 2
+    srcs, tgts = [], []
+    if "random" in kinds:
+        srcs.append(src[rng.choice(idx, q)])
+        tgts.append(tgt[rng.choice(idx, q)])
+    if "length" in kinds:
+        order = idx[np.argsort([len(pieces[1][i]) + rng.random() * 0.5 for i in idx])]
+        pos = rng.choice(m - 3, q)
+        srcs.append(src[order[pos]])
+        tgts.append(tgt[order[pos + rng.integers(1, 3, q)]])
+    if "first" in kinds:
+        first = first_target[idx]
+        o = np.lexsort((rng.random(m), first))
+        same = np.nonzero(first[o][:-1] == first[o][1:])[0]
+        pick = rng.choice(same, min(q, len(same)), replace=False)
+        srcs.append(src[idx[o][pick]])
+        tgts.append(tgt[idx[o][pick + 1]])
+    if "lsi" in kinds:
+        a, cand = rng.choice(idx, q), rng.choice(idx, (q, 50))
+        sims = np.einsum("qd,qkd->qk", lsi_tgt[a], lsi_tgt[cand])
+        sims[cand == a[:, None]] = -9
+        srcs.append(src[a])
+        tgts.append(tgt[cand[np.arange(q), sims.argmax(1)]])
+    if "copy" in kinds:
+        a = rng.choice(idx, q)
+        srcs += [src[a[:half]], tgt[a[half:]]]
+        tgts += [src[a[:half]], tgt[a[half:]]]
+    if "trunc" in kinds:
+        a = rng.choice(idx, q)
+
+        def cut(side, i):
+            s = pieces[side][i]
+            return s[:max(1, int(len(s) * rng.uniform(0.3, 0.6)))]
+        srcs += [counts_of([cut(0, i) for i in a[:half]]), src[a[half:]]]
+        tgts += [tgt[a[:half]], counts_of([cut(1, i) for i in a[half:]])]
+    return sp.vstack(srcs, format="csr"), sp.vstack(tgts, format="csr")
+
+
+def cross_fitted(features, fold, negs, cols, model):
+    """P(noise) of every pair from the model of the other fold."""
+    p = np.zeros(len(features))
+    for k, (idx, neg) in enumerate(negs):
+        x = np.r_[features[idx][:, cols], neg[:, cols]]
+        y = np.r_[np.zeros(len(idx)), np.ones(len(neg))]
+        score = features[fold == k][:, cols]
+        if model == "lr":
+            clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+            x, score = np.nan_to_num(x, nan=0.0), np.nan_to_num(score, nan=0.0)
+        else:
+            clf = HistGradientBoostingClassifier(max_iter=200, max_leaf_nodes=15, random_state=0)
+        p[fold == k] = clf.fit(x, y).predict_proba(score)[:, 1]
+    return p
+
+
+def rates(labels, flags):
+    return {g: float(flags[np.isin(labels, g.split("+"))].mean()) for g in GROUPS_REPORTED}
+
+
+def measure(args) -> dict:
+    D = args.data
+    labelled = cr.read_labelled(f"{D}/paracrawl-en-de-labelled/labelled.tsv.gz", "en", "de")
+    clean_src, clean_tgt = cr.read_clean([f"{D}/tatoeba-de-en/train",
+                                          f"{D}/wmt14-en-de-sample/newstest2012",
+                                          f"{D}/wmt14-en-de-sample/newstest2013"], "en", "de")
+    s, t, labels, row = cr.mix(labelled, clean_src, clean_tgt, 0.1, args.seed)
+    with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
+        kept, pieces = cr.prepare(s, t, "en", "de", workdir, 8000, 1.5, 2000, 250)
+    (src, tgt), symbols = cr.joined_counts(*pieces)
+    vocab = {p: i for i, p in enumerate(symbols)}
+
+    def counts_of(sentences):
+        ids = np.fromiter((vocab[p] for sent in sentences for p in sent), dtype=np.int64)
+        offsets = np.cumsum([0] + [len(sent) for sent in sentences])
+        return cr.count_matrix(ids, offsets, len(vocab))
+
+    labels = np.asarray(labels)
+    n = src.shape[0]
+    dropped = np.ones(len(labels), bool)
+    dropped[kept] = False
+    kept_labels = labels[kept]
+
+    def full(score):  # every pair of the mix; dropped pairs above every score
+        out = np.full(len(labels), np.inf)
+        out[kept] = score
+        return out
+
+    checks = pair_checks(src, tgt, symbols=symbols)
+    per_check, margin = check_scores(checks)
+    union = np.zeros(n, bool)
+    for _, f in per_check.values():
+        union |= f
+    union_full = full(np.where(union, 1.0, 0.0)) > 0.5
+    valid, noise = np.isin(labels, ["V", "F"]), np.isin(labels, ["A", "L"])
+    union_vf = float(union_full[valid].mean())
+    bicleaner = np.full(len(labels), np.nan)
+    bicleaner[row >= 0] = labelled["bicleaner"][row[row >= 0]]
+    out = {"seed": args.seed, "union": {"auc": cr._auc(labels, full(margin)),
+                                        "flag_rate": rates(labels, union_full)},
+           "bicleaner_auc": cr._auc(labels, -bicleaner), "configurations": {}}
+
+    make = PairFeatures(src, tgt, symbols)
+    features = make(src, tgt, script_scores(src, tgt, symbols, symbols, joined=True))
+    lsi_tgt = make.lsi(1, tgt)
+    first_target = np.array([vocab[sent[0]] if sent else -1 for sent in pieces[1]])
+    rng = np.random.default_rng(args.seed)
+    fold = rng.integers(2, size=n)
+    # a pair's lexical scores come from the table of the other fold; the negatives of model k
+    # (built from the other fold's pairs) from the table of fold k
+    tables = [lexical_tables(src, tgt, np.nonzero(fold == k)[0][:25_000]) for k in range(2)]
+    for k in range(2):
+        features[fold == k, 16:18] = lexical_features(src[fold == k], tgt[fold == k],
+                                                      tables[1 - k])
+    base_cols = sorted(c for g, cols in GROUPS.items() if g != "lexical" for c in cols)
+    configs = [(m, KINDS, None) for m in ("hgb", "lr")]
+    configs += [(m, k, "+lexical") for m in ("hgb", "lr") for k in (KINDS, ("length", "first"))]
+    configs += [(m, KINDS, g) for m in ("hgb", "lr") for g in GROUPS if g != "lexical"]
+    configs += [(m, kinds, drop) for m in ("hgb", "lr")
+                for kinds, drop in ((("length", "first"), None),
+                                    (("length", "first", "lsi"), None),
+                                    (("length", "first", "lsi"), "lsi"),
+                                    (KINDS + ("lsi",), None))]
+    neg_cache = {}
+    for model, kinds, drop in configs:
+        if kinds not in neg_cache:
+            neg_cache[kinds] = []
+            for k in range(2):
+                idx = np.nonzero(fold != k)[0]
+                a, b = negatives(idx, src, tgt, pieces, counts_of, lsi_tgt, first_target,
+                                 kinds, rng)
+                share = script_scores(sp.vstack([src, a]), sp.vstack([tgt, b]), symbols,
+                                      symbols, joined=True)[n:]
+                neg = make(a, b, share)
+                neg[:, 16:18] = lexical_features(a, b, tables[k])
+                neg_cache[kinds].append((idx, neg))
+        if drop == "+lexical":
+            cols = base_cols + GROUPS["lexical"]
+        else:
+            cols = [c for c in base_cols if drop is None or c not in GROUPS[drop]]
+        p = cross_fitted(features, fold, neg_cache[kinds], cols, model)
+        p_full = full(p)
+        bar = float(np.quantile(p[kept_labels == "clean"], 0.995))
+        flags = p_full > bar
+        at_union_vf = np.quantile(p_full[valid], 1.0 - union_vf)
+        name = f"{model} negatives={'+'.join(kinds)}" + (
+            " with lexical" if drop == "+lexical" else f" without {drop}" if drop else "")
+        out["configurations"][name] = {
+            "auc": cr._auc(labels, p_full), "bar": bar, "flag_rate": rates(labels, flags),
+            "A+L_at_union_V+F": float(np.mean(p_full[noise] > at_union_vf)),
+            "or_union_flag_rate": rates(labels, flags | union_full)}
+        c = out["configurations"][name]
+        print(f"{name:55s} AUC {c['auc']:.3f}  A+L {c['flag_rate']['A+L']:.3f} V+F "
+              f"{c['flag_rate']['V+F']:.3f}  A+L at union's V+F {c['A+L_at_union_V+F']:.3f}  "
+              f"OR union A+L {c['or_union_flag_rate']['A+L']:.3f} V+F "
+              f"{c['or_union_flag_rate']['V+F']:.3f}", flush=True)
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=0, help="of the mix, folds and negatives")
+    parser.add_argument("--data", default="/work/shared/data", help="the shared data folder")
+    parser.add_argument("--workdir", default=None, help="folder for the prepared text")
+    parser.add_argument("--out", required=True, help="the JSON to write")
+    args = parser.parse_args(argv)
+    out = measure(args)
+    print(f"union AUC {out['union']['auc']:.3f} A+L {out['union']['flag_rate']['A+L']:.3f} "
+          f"V+F {out['union']['flag_rate']['V+F']:.3f}; Bicleaner AUC {out['bicleaner_auc']:.3f}")
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
