@@ -12,7 +12,8 @@ Tatoeba + newstest pairs, prepared as ``scripts/prepare-corpus.sh``) and writes,
 configuration, the ROC AUC of V+F against A+L (dropped pairs above every score, as the
 report's union), the flag rates at the bar that flags 0.5% of the mix's clean pairs that
 reached the checks (a bar set from clean pairs, not from the labels), the A+L share flagged
-at the V+F share the union flags, and the same for the classifier OR-ed with the union.
+at the V+F share the union flags, the same for the classifier OR-ed with the union, and the
+median P(noise) of each label's pairs that reached the checks.
 
 Features (groups): ``language`` (the naive Bayes log-odds of each side being in the other
 language, and each side's own-language evidence), ``lsi`` (cross-language LSI cosine),
@@ -294,6 +295,8 @@ def measure(args) -> dict:
         out["configurations"][name] = {
             "auc": cr._auc(labels, p_full), "bar": bar, "flag_rate": rates(labels, flags),
             "A+L_at_union_V+F": float(np.mean(p_full[noise] > at_union_vf)),
+            "median_probability": {g: float(np.median(p[kept_labels == g]))
+                                   for g in ("clean", "V", "F", "A", "L", "MT", "E")},
             "or_union_flag_rate": rates(labels, flags | union_full)}
         c = out["configurations"][name]
         print(f"{name:55s} AUC {c['auc']:.3f}  A+L {c['flag_rate']['A+L']:.3f} V+F "
