@@ -228,8 +228,8 @@ def cross_fitted(features, fold, negs, cols, model):
 
 
 def rates(labels, flags):
-    return {g: float(flags[np.isin(labels, g.split("+"))].mean()) if np.isin(labels, g.split("+")).any()
-            else None for g in GROUPS_REPORTED}
+    picks = {g: np.isin(labels, g.split("+")) for g in GROUPS_REPORTED}
+    return {g: float(flags[pick].mean()) if pick.any() else None for g, pick in picks.items()}
 
 
 def measure(args) -> dict:
@@ -479,7 +479,8 @@ def calibrated_scores(s, t, seed, workdir, lexical_too=True):
             # P(negative | score) of each score, fitted on the corpus's pairs against its
             # negatives (isotonic), log-odds summed (naive Bayes over the two scores)
             "isotonic": logit_union + logit_clf,
-            "probit": norm.ppf(np.clip(u_union, eps, 1 - eps)) + norm.ppf(np.clip(u_clf, eps, 1 - eps))}
+            "probit": norm.ppf(np.clip(u_union, eps, 1 - eps))
+            + norm.ppf(np.clip(u_clf, eps, 1 - eps))}
     return out
 
 
@@ -514,12 +515,13 @@ def measure_calibrated(args) -> dict:
               f"{res['rebuilt_union_agreement']:.4f}", flush=True)
     union_full = full(np.where(mix["union"], 1.0, 0.0)) > 0.5
     valid = np.isin(labels, ["V", "F"])
+    mix_clean_union = float(mix["union"][kept_labels == "clean"].mean())
     out = {"seed": args.seed, "union": {"auc": cr._auc(labels, full(mix["margin"])),
-                                        "clean_at_union_V+F": float(mix["union"][kept_labels == "clean"].mean()),
+                                        "clean_at_union_V+F": mix_clean_union,
                                         "auc_u_union": cr._auc(labels, full(mix["u_union"])),
                                         "flag_rate": rates(labels, union_full),
                                         "clean_flag_rate": {
-                                            "mix": float(mix["union"][kept_labels == "clean"].mean()),
+                                            "mix": mix_clean_union,
                                             **{c: float(clean[c]["res"]["union"].mean())
                                                for c in ("multi30k", "tatoeba")}}},
            "rebuilt_union_agreement": mix["rebuilt_union_agreement"],
@@ -563,7 +565,8 @@ def measure_calibrated(args) -> dict:
                   f"{c['flag_rate']['A+L']:.3f} V+F {c['flag_rate']['V+F']:.3f} L "
                   f"{c['flag_rate']['L']:.3f} A+L at union V+F {c['A+L_at_union_V+F']:.3f} (clean "
                   f"{c['clean_at_union_V+F']:.4f}); at union's clean rates A+L "
-                  f"{c['at_union_clean_rate']['A+L']:.3f} V+F {c['at_union_clean_rate']['V+F']:.3f}; "
+                  f"{c['at_union_clean_rate']['A+L']:.3f} V+F "
+                  f"{c['at_union_clean_rate']['V+F']:.3f}; "
                   f"halves AUC {c['halves']['even']['auc']:.3f}/{c['halves']['odd']['auc']:.3f}",
                   flush=True)
     return out
