@@ -35,6 +35,28 @@ other), ``trunc`` (a side cut to 30-60% of its pieces).
 A throwaway measurement (docs/results/paracrawl/README.md). On its own, the classifier did
 not beat the union. The mean of its rank and the union's rank did, but a rank within the
 corpus is no flag rule, so the product does not include it.
+
+    python -m research.pair_classifier --calibrated --seed 0 \
+        --out docs/results/paracrawl/combined-seed0.json
+
+puts the two scores on a scale that does not depend on the corpus before combining them,
+and sets the bar on clean corpora. Each score of a pair becomes the share of the corpus's
+own synthetic negatives (the default kinds) that score at most as noise-like: the union's
+margin against the margins of all negatives (the default checks' columns of a negative are
+rebuilt from the same naive Bayes, LSI, digits and script scores; on the corpus's own pairs
+the rebuilt flags agree with ``pair_checks``' to the pair), the HGB P(noise) against the
+negatives the scoring model did not train on (cross-fitted as above). Combinations: their
+``mean``; ``fisher`` (-log(1 - share) summed: high when either score is beyond most
+negatives); ``log`` and ``probit`` (the low end stretched); ``isotonic`` (each score's
+P(negative | score), isotonic, fitted on the corpus's pairs against its negatives, log-odds
+summed); and, for comparison only, ``rank_mean`` (the mean of the two ranks in the corpus).
+Each is run on the mix and on 30,000-pair samples of Multi30k's and Tatoeba's clean train
+sets (each prepared and scored as a corpus of its own); the bar is the largest of the three
+99th percentiles, so that none of the three clean corpora is flagged above 1%. It writes the
+ROC AUC, the flag rates at that bar (dropped pairs flagged, as in the report), the same on
+the even and odd rows of the labelled file, the A+L flagged at the union's V+F and the mix's
+clean pairs that bar flags, and the flag rates at the bar that flags no clean corpus more
+than the union does.
 """
 
 import argparse
@@ -43,9 +65,10 @@ import tempfile
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.stats import rankdata
+from scipy.stats import norm, rankdata
 from sklearn.decomposition import TruncatedSVD
 from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.isotonic import IsotonicRegression
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import MultinomialNB
@@ -54,7 +77,7 @@ from sklearn.preprocessing import StandardScaler, normalize
 
 from autoassist_fairseq.features import check_report as cr
 from autoassist_fairseq.features import lexical
-from autoassist_fairseq.features.pair_checks import check_scores, pair_checks
+from autoassist_fairseq.features.pair_checks import check_scores, digit_scores, pair_checks
 from autoassist_fairseq.features.scripts import script_scores
 
 GROUPS = {"language": [0, 1, 2, 3], "lsi": [4], "digits": [5, 6, 7, 8], "length": [9, 10, 11],
@@ -205,7 +228,8 @@ def cross_fitted(features, fold, negs, cols, model):
 
 
 def rates(labels, flags):
-    return {g: float(flags[np.isin(labels, g.split("+"))].mean()) for g in GROUPS_REPORTED}
+    picks = {g: np.isin(labels, g.split("+")) for g in GROUPS_REPORTED}
+    return {g: float(flags[pick].mean()) if pick.any() else None for g, pick in picks.items()}
 
 
 def measure(args) -> dict:
@@ -341,13 +365,229 @@ def measure(args) -> dict:
     return out
 
 
+# ---- calibrated combination: each score as its share among the corpus's own negatives ----
+
+def check_columns(make, a, b, symbols, null, script_share):
+    """The default checks' columns (features.pair_checks.COLUMNS) of any pairs (a, b) over
+    the corpus's vocabulary, from the models *make* fitted on the corpus: the same naive
+    Bayes and LSI as the checks, the p-value against *null* (sorted LSI cosines of random
+    pairings of the corpus)."""
+    cols = np.full((a.shape[0], 10), np.nan, np.float32)
+    cols[:, 0] = make.nb.predict_proba(a)[:, 1]
+    cols[:, 1] = make.nb.predict_proba(b)[:, 0]
+    f = make(a, b, script_share)
+    cols[:, 3] = np.minimum(np.where(np.isnan(f[:, 2]), np.inf, f[:, 2]),
+                            np.where(np.isnan(f[:, 3]), np.inf, f[:, 3]))
+    cols[:, 2] = (len(null) - np.searchsorted(null, f[:, 4], side="left")) / len(null)
+    cols[:, 4:7] = digit_scores(a, b, symbols, symbols)
+    cols[:, 9] = script_share
+    return cols
+
+
+def share_at_most(reference, score):
+    """Per score, the share of *reference* scores at most as large (an empirical CDF)."""
+    reference = np.sort(reference)
+    return np.searchsorted(reference, score, side="right") / max(len(reference), 1)
+
+
+def calibrated_logit(positive, negative, score, eps=1e-3):
+    """log-odds of P(negative | score), isotonic in the score, fitted on the corpus's pairs'
+    scores (*positive*) against its negatives' (*negative*), one weight per class."""
+    x = np.clip(np.r_[positive, negative], -1e6, 1e6)
+    y = np.r_[np.zeros(len(positive)), np.ones(len(negative))]
+    w = np.r_[np.full(len(positive), 1 / len(positive)), np.full(len(negative), 1 / len(negative))]
+    iso = IsotonicRegression(y_min=eps, y_max=1 - eps, out_of_bounds="clip").fit(x, y, w)
+    p = iso.predict(np.clip(score, -1e6, 1e6))
+    return np.log(p / (1 - p))
+
+
+def calibrated_scores(s, t, seed, workdir, lexical_too=True):
+    """Prepare the text (as scripts/prepare-corpus.sh), run the default checks, and score
+    every kept pair on the negatives' scale: ``u_union`` (share of the corpus's synthetic
+    negatives whose union margin is at most the pair's), ``u_clf[...]`` (the same for the
+    cross-fitted HGB P(noise), against the negatives the scoring model did not train on),
+    and the combinations ``mean`` (their mean) and ``fisher`` (-log(1-u) summed)."""
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        kept, pieces = cr.prepare(s, t, "en", "de", tmp, 8000, 1.5, 2000, 250)
+    (src, tgt), symbols = cr.joined_counts(*pieces)
+    vocab = {p: i for i, p in enumerate(symbols)}
+
+    def counts_of(sentences):
+        ids = np.fromiter((vocab[p] for sent in sentences for p in sent), dtype=np.int64)
+        offsets = np.cumsum([0] + [len(sent) for sent in sentences])
+        return cr.count_matrix(ids, offsets, len(vocab))
+
+    n = src.shape[0]
+    checks = pair_checks(src, tgt, symbols=symbols)
+    per_check, margin = check_scores(checks)
+    union = np.zeros(n, bool)
+    for _, f in per_check.values():
+        union |= f
+    make = PairFeatures(src, tgt, symbols)
+    own_share = script_scores(src, tgt, symbols, symbols, joined=True)
+    features = make(src, tgt, own_share)
+    rng = np.random.default_rng(seed)
+    null_src = rng.integers(n, size=200_000)
+    null_tgt = (null_src + rng.integers(1, n, size=200_000)) % n
+    null = np.sort((make.lsi(0, src[null_src]) * make.lsi(1, tgt[null_tgt])).sum(1))
+    # the reconstruction of the checks on the corpus's own pairs, against the real ones
+    rebuilt = check_scores(check_columns(make, src, tgt, symbols, null, own_share))[1]
+    agree = float(np.mean((rebuilt > 0) == union))
+    lsi_tgt = make.lsi(1, tgt)
+    first_target = np.array([vocab[sent[0]] if sent else -1 for sent in pieces[1]])
+    fold = rng.integers(2, size=n)
+    tables = [lexical_tables(src, tgt, np.nonzero(fold == k)[0][:25_000]) for k in range(2)]
+    for k in range(2):
+        features[fold == k, 16:18] = lexical_features(src[fold == k], tgt[fold == k],
+                                                      tables[1 - k])
+    negs, neg_margin = [], []
+    for k in range(2):
+        idx = np.nonzero(fold != k)[0]
+        a, b = negatives(idx, src, tgt, pieces, counts_of, lsi_tgt, first_target, KINDS, rng)
+        share = script_scores(sp.vstack([src, a]), sp.vstack([tgt, b]), symbols, symbols,
+                              joined=True)[n:]
+        neg = make(a, b, share)
+        neg[:, 16:18] = lexical_features(a, b, tables[k])
+        negs.append((idx, neg))
+        neg_margin.append(check_scores(check_columns(make, a, b, symbols, null, share))[1])
+    u_union = share_at_most(np.concatenate(neg_margin), margin)
+    logit_union = calibrated_logit(margin, np.concatenate(neg_margin), margin)
+    base_cols = sorted(c for g, cols in GROUPS.items() if g != "lexical" for c in cols)
+    out = {"kept": kept, "union": union, "margin": margin, "u_union": u_union,
+           "rebuilt_union_agreement": agree, "negative_union_flag_rate":
+           float(np.mean(np.concatenate(neg_margin) > 0)), "variants": {}}
+    for name, cols in (("without lexical", base_cols),
+                       ("with lexical", base_cols + GROUPS["lexical"]))[:2 if lexical_too else 1]:
+        u_clf, logit_clf, p_clf = np.zeros(n), np.zeros(n), np.zeros(n)
+        for k, (idx, neg) in enumerate(negs):
+            x = np.r_[features[idx][:, cols], neg[:, cols]]
+            y = np.r_[np.zeros(len(idx)), np.ones(len(neg))]
+            clf = HistGradientBoostingClassifier(max_iter=200, max_leaf_nodes=15,
+                                                 random_state=0).fit(x, y)
+            held_out = clf.predict_proba(negs[1 - k][1][:, cols])[:, 1]  # not trained on
+            p_k = clf.predict_proba(features[fold == k][:, cols])[:, 1]
+            u_clf[fold == k], p_clf[fold == k] = share_at_most(held_out, p_k), p_k
+            logit_clf[fold == k] = calibrated_logit(p_k, held_out, p_k)
+        eps = 1e-4
+        out["variants"][name] = {
+            "u_clf": u_clf, "mean": (u_union + u_clf) / 2,
+            # for comparison, not a corpus-independent scale: the mean of the two ranks
+            "rank_mean": (rankdata(margin) + rankdata(p_clf)) / (2 * n),
+            "fisher": -np.log(1 - u_union + eps) - np.log(1 - u_clf + eps),
+            # the low end stretched, as a rank does: log of each share, summed (log u1 u2)
+            "log": np.log(u_union + eps) + np.log(u_clf + eps),
+            # P(negative | score) of each score, fitted on the corpus's pairs against its
+            # negatives (isotonic), log-odds summed (naive Bayes over the two scores)
+            "isotonic": logit_union + logit_clf,
+            "probit": norm.ppf(np.clip(u_union, eps, 1 - eps))
+            + norm.ppf(np.clip(u_clf, eps, 1 - eps))}
+    return out
+
+
+def measure_calibrated(args) -> dict:
+    """The calibrated combinations on the labelled mix and on two clean corpora (see main)."""
+    D = args.data
+    labelled = cr.read_labelled(f"{D}/paracrawl-en-de-labelled/labelled.tsv.gz", "en", "de")
+    clean_src, clean_tgt = cr.read_clean([f"{D}/tatoeba-de-en/train",
+                                          f"{D}/wmt14-en-de-sample/newstest2012",
+                                          f"{D}/wmt14-en-de-sample/newstest2013"], "en", "de")
+    s, t, labels, row = cr.mix(labelled, clean_src, clean_tgt, 0.1, args.seed)
+    labels = np.asarray(labels)
+    mix = calibrated_scores(s, t, args.seed, args.workdir)
+    kept = mix["kept"]
+    kept_labels = labels[kept]
+
+    def full(score):  # every pair of the mix; dropped pairs above every score
+        out = np.full(len(labels), np.inf)
+        out[kept] = score
+        return out
+
+    clean = {"mix": {}}
+    for name, prefix in (("multi30k", f"{D}/multi30k-en-de/train"),
+                         ("tatoeba", f"{D}/tatoeba-de-en/train")):
+        cs, ct = cr.read_clean([prefix], "en", "de")
+        pick = np.random.default_rng(args.seed).choice(len(cs), min(len(cs), 30_000),
+                                                       replace=False)
+        res = calibrated_scores([cs[i] for i in pick], [ct[i] for i in pick], args.seed,
+                                args.workdir)
+        clean[name] = {"pairs": len(pick), "kept": len(res["kept"]), "res": res}
+        print(f"{name}: union flags {res['union'].mean():.4f}, rebuilt checks agree "
+              f"{res['rebuilt_union_agreement']:.4f}", flush=True)
+    union_full = full(np.where(mix["union"], 1.0, 0.0)) > 0.5
+    valid = np.isin(labels, ["V", "F"])
+    mix_clean_union = float(mix["union"][kept_labels == "clean"].mean())
+    out = {"seed": args.seed, "union": {"auc": cr._auc(labels, full(mix["margin"])),
+                                        "clean_at_union_V+F": mix_clean_union,
+                                        "auc_u_union": cr._auc(labels, full(mix["u_union"])),
+                                        "flag_rate": rates(labels, union_full),
+                                        "clean_flag_rate": {
+                                            "mix": mix_clean_union,
+                                            **{c: float(clean[c]["res"]["union"].mean())
+                                               for c in ("multi30k", "tatoeba")}}},
+           "rebuilt_union_agreement": mix["rebuilt_union_agreement"],
+           "negative_union_flag_rate": mix["negative_union_flag_rate"],
+           "clean_corpora": {c: {"pairs": clean[c]["pairs"], "kept": clean[c]["kept"]}
+                             for c in ("multi30k", "tatoeba")}, "variants": {}}
+    halves = [(row >= 0) & (row % 2 == parity) for parity in (0, 1)]
+    for variant in mix["variants"]:
+        for combo in ("u_clf", "mean", "fisher", "log", "probit", "isotonic", "rank_mean"):
+            score = mix["variants"][variant][combo]
+            q99 = {"mix": float(np.quantile(score[kept_labels == "clean"], 0.99))}
+            q99.update({c: float(np.quantile(clean[c]["res"]["variants"][variant][combo], 0.99))
+                        for c in ("multi30k", "tatoeba")})
+            bar = max(q99.values())  # flags at most 1% of each clean corpus
+            clean_pairs = [(score[kept_labels == "clean"], mix["union"][kept_labels == "clean"])]
+            clean_pairs += [(clean[c]["res"]["variants"][variant][combo], clean[c]["res"]["union"])
+                            for c in ("multi30k", "tatoeba")]
+            flags = full(score) > bar
+            vf = union_full[valid].mean()
+            at_vf = np.quantile(full(score)[valid], 1.0 - vf)
+            c = out["variants"][f"{variant} {combo}"] = {
+                "auc": cr._auc(labels, full(score)), "bar_1pct_clean": q99, "bar": bar,
+                "flag_rate": rates(labels, flags),
+                "clean_flag_rate": {"mix": float(np.mean(score[kept_labels == "clean"] > bar)),
+                                    **{k: float(np.mean(clean[k]["res"]["variants"][variant][combo]
+                                                        > bar)) for k in ("multi30k", "tatoeba")}},
+                "A+L_at_union_V+F": float(np.mean(full(score)[np.isin(labels, ["A", "L"])]
+                                                  > at_vf)),
+                # at the bar that flags as many of each clean corpus as the union does (the
+                # largest such bar over the three: none flagged more than by the union)
+                "at_union_clean_rate": rates(labels, full(score) > max(
+                    np.quantile(sc, 1.0 - float(np.mean(un))) for sc, un in clean_pairs)),
+                # what that costs: the mix's clean pairs (that reached the checks) flagged
+                "clean_at_union_V+F": float(np.mean(score[kept_labels == "clean"] > at_vf)),
+                "halves": {h: {"auc": cr._auc(np.where(m, labels, "-"), full(score)),
+                               "flag_rate": rates(np.where(m, labels, "-"), flags),
+                               "union_flag_rate": rates(np.where(m, labels, "-"), union_full)}
+                           for h, m in (("even", halves[0]), ("odd", halves[1]))}}
+            print(f"{variant} {combo:7s} AUC {c['auc']:.3f} bar {bar:.3f} "
+                  f"({', '.join(f'{k} {v:.3f}' for k, v in q99.items())}) A+L "
+                  f"{c['flag_rate']['A+L']:.3f} V+F {c['flag_rate']['V+F']:.3f} L "
+                  f"{c['flag_rate']['L']:.3f} A+L at union V+F {c['A+L_at_union_V+F']:.3f} (clean "
+                  f"{c['clean_at_union_V+F']:.4f}); at union's clean rates A+L "
+                  f"{c['at_union_clean_rate']['A+L']:.3f} V+F "
+                  f"{c['at_union_clean_rate']['V+F']:.3f}; "
+                  f"halves AUC {c['halves']['even']['auc']:.3f}/{c['halves']['odd']['auc']:.3f}",
+                  flush=True)
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0, help="of the mix, folds and negatives")
     parser.add_argument("--data", default="/work/shared/data", help="the shared data folder")
     parser.add_argument("--workdir", default=None, help="folder for the prepared text")
     parser.add_argument("--out", required=True, help="the JSON to write")
+    parser.add_argument("--calibrated", action="store_true",
+                        help="measure the calibrated combinations instead (combined-seedN.json)")
     args = parser.parse_args(argv)
+    if args.calibrated:
+        out = measure_calibrated(args)
+        print(f"union AUC {out['union']['auc']:.3f} A+L {out['union']['flag_rate']['A+L']:.3f} "
+              f"V+F {out['union']['flag_rate']['V+F']:.3f} clean {out['union']['clean_flag_rate']}")
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=1)
+        return
     out = measure(args)
     print(f"union AUC {out['union']['auc']:.3f} A+L {out['union']['flag_rate']['A+L']:.3f} "
           f"V+F {out['union']['flag_rate']['V+F']:.3f}; Bicleaner AUC {out['bicleaner_auc']:.3f}")
