@@ -33,8 +33,12 @@ def mean_tokens(sample: Path, lang: str) -> float:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=1_000_000)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python -m research.fingerprint_cost --pairs 1000000 \\\n"
+               "      --sample ../shared/data/wmt14-en-de-sample/train-sample-tok")
+    parser.add_argument("--pairs", type=int, default=1_000_000,
+                        help="pairs of the generated .bin files (default: %(default)s)")
     parser.add_argument("--sample", type=Path, default=SAMPLE,
                         help="the WMT14 sample's train-sample-tok folder (default: %(default)s)")
     args = parser.parse_args()

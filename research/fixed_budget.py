@@ -207,6 +207,7 @@ def run_seed(seed, plan, ctx):
 
 def parse_cli(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog="example:\n" + __doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", required=True, type=Path, help="prepared data directory")
     p.add_argument("--config", required=True, help="configs/**/NAME.args name, or a path")

@@ -204,7 +204,10 @@ def plot_runs(runs, path):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="example:\n" + __doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--measure-budget", required=True, type=Path,
                    help="a benchmark results.json or a fairseq train.log of a plain run")
     p.add_argument("--curve", default="baseline-s1", help="the curve of a results.json")

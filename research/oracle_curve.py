@@ -89,7 +89,10 @@ def plot(curves, share, max_density, path):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="example:\n" + __doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--curve", action="append", required=True, metavar="CORPUS=FILE[,FILE...]",
                    help="a corpus name and autoassist-diagnose files of its checkpoints "
                         "(repeatable)")

@@ -573,7 +573,10 @@ def measure_calibrated(args) -> dict:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="example:\n" + __doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=0, help="of the mix, folds and negatives")
     parser.add_argument("--data", default="/work/shared/data", help="the shared data folder")
     parser.add_argument("--workdir", default=None, help="folder for the prepared text")

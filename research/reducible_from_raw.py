@@ -24,7 +24,10 @@ def reducible_share(raw_share, token_share, mean_loss, floor):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="example:\n" + __doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("diagnoses", nargs="+", help="diagnosis JSON files (raw-loss shares)")
     p.add_argument("--floor", type=float, default=label_smoothing_floor(0.1, 7824),
                    help="the loss floor in nats (default: label smoothing 0.1, 7,824 types)")

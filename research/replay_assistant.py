@@ -108,10 +108,13 @@ def read_losses(paths, reducible):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="example:\n" + __doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", required=True, help="the prepared data directory")
-    p.add_argument("-s", "--source-lang", required=True)
-    p.add_argument("-t", "--target-lang", required=True)
+    p.add_argument("-s", "--source-lang", required=True, help="source language")
+    p.add_argument("-t", "--target-lang", required=True, help="target language")
     p.add_argument("--losses", required=True, nargs="+",
                    help="per-pair losses (.npz from autoassist-diagnose --losses-out); "
                         "several: checkpoints of one run in training order, one pass each")
@@ -124,7 +127,7 @@ def main():
                         "the Multi30k config)")
     p.add_argument("--batch-size", type=int, default=220, help="pairs per loss batch")
     p.add_argument("--noise", type=float, default=0.15, help="sd of the log-normal loss noise")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the replay's draws")
     p.add_argument("--out", default=None, help="also write the results to this JSON file")
     a = p.parse_args()
     snapshots, ntok, floor = read_losses(a.losses, a.reducible)

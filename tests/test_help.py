@@ -19,7 +19,11 @@ PYTHON_SCRIPTS = ["clean_corpus.py", "spm_train_encode.py", "launch_cpu_workers.
                   "average_checkpoints.py", "sacrebleu_score.py", "make_synthetic_corpus.py",
                   "config_to_args.py", "research.benchmark_assistant",
                   "research.benchmark_padding", "research.drop_noise", "research.compare_results",
-                  "research.bench", "research.history_ranking",
+                  "research.bench", "research.history_ranking", "research.add_noise",
+                  "research.benchmark_overhead", "research.fingerprint_cost",
+                  "research.fixed_budget", "research.fixed_budget_report",
+                  "research.noise_report", "research.oracle_curve", "research.pair_classifier",
+                  "research.reducible_from_raw", "research.replay_assistant",
                   "autoassist_fairseq.features.build:cli_main",
                   "autoassist_fairseq.features.check_report:cli_main"]
 BASH_SCRIPTS = ["prepare-corpus.sh", "prepare-wmt14en2de.sh", "evaluate.sh", "demo.sh",
