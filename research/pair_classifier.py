@@ -77,7 +77,8 @@ from sklearn.preprocessing import StandardScaler, normalize
 
 from autoassist_fairseq.features import check_report as cr
 from autoassist_fairseq.features import lexical
-from autoassist_fairseq.features.pair_checks import check_scores, digit_scores, pair_checks
+from autoassist_fairseq.features.pair_checks import (check_scores, digit_scores, flagged,
+                                                     pair_checks)
 from autoassist_fairseq.features.scripts import script_scores
 
 GROUPS = {"language": [0, 1, 2, 3], "lsi": [4], "digits": [5, 6, 7, 8], "length": [9, 10, 11],
@@ -232,15 +233,23 @@ def rates(labels, flags):
     return {g: float(flags[pick].mean()) if pick.any() else None for g, pick in picks.items()}
 
 
-def measure(args) -> dict:
-    D = args.data
-    labelled = cr.read_labelled(f"{D}/paracrawl-en-de-labelled/labelled.tsv.gz", "en", "de")
-    clean_src, clean_tgt = cr.read_clean([f"{D}/tatoeba-de-en/train",
-                                          f"{D}/wmt14-en-de-sample/newstest2012",
-                                          f"{D}/wmt14-en-de-sample/newstest2013"], "en", "de")
-    s, t, labels, row = cr.mix(labelled, clean_src, clean_tgt, 0.1, args.seed)
-    with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
-        kept, pieces = cr.prepare(s, t, "en", "de", workdir, 8000, 1.5, 2000, 250)
+def read_mix(data, seed):
+    """The labelled pairs mixed into the clean pool as check_report mixes them (10%):
+    (labelled, src lines, tgt lines, labels, row in the labelled file or -1)."""
+    labelled = cr.read_labelled(f"{data}/paracrawl-en-de-labelled/labelled.tsv.gz", "en", "de")
+    clean_src, clean_tgt = cr.read_clean([f"{data}/tatoeba-de-en/train",
+                                          f"{data}/wmt14-en-de-sample/newstest2012",
+                                          f"{data}/wmt14-en-de-sample/newstest2013"], "en", "de")
+    s, t, labels, row = cr.mix(labelled, clean_src, clean_tgt, 0.1, seed)
+    return labelled, s, t, np.asarray(labels), row
+
+
+def prepared(s, t, workdir):
+    """The text prepared as scripts/prepare-corpus.sh and counted over one vocabulary:
+    (kept rows, source counts, target counts, symbols, pieces, vocab, counts_of), where
+    counts_of turns piece lists (of the negatives) into count rows over that vocabulary."""
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        kept, pieces = cr.prepare(s, t, "en", "de", tmp, 8000, 1.5, 2000, 250)
     (src, tgt), symbols = cr.joined_counts(*pieces)
     vocab = {p: i for i, p in enumerate(symbols)}
 
@@ -249,22 +258,42 @@ def measure(args) -> dict:
         offsets = np.cumsum([0] + [len(sent) for sent in sentences])
         return cr.count_matrix(ids, offsets, len(vocab))
 
-    labels = np.asarray(labels)
+    return kept, src, tgt, symbols, pieces, vocab, counts_of
+
+
+def on_every_pair(score, kept, total):
+    """*score* of the kept pairs spread over all *total* pairs; dropped pairs above every
+    score (the cleaning step flags them)."""
+    out = np.full(total, np.inf)
+    out[kept] = score
+    return out
+
+
+def add_lexical_by_fold(features, src, tgt, fold):
+    """Fill the lexical columns of *features*: a pair's scores come from the IBM-1 table of
+    the other fold. Returns the two folds' tables (the negatives of model k, built from
+    the other fold's pairs, take fold k's)."""
+    tables = [lexical_tables(src, tgt, np.nonzero(fold == k)[0][:25_000]) for k in range(2)]
+    for k in range(2):
+        features[fold == k, 16:18] = lexical_features(src[fold == k], tgt[fold == k],
+                                                      tables[1 - k])
+    return tables
+
+
+def measure(args) -> dict:
+    labelled, s, t, labels, row = read_mix(args.data, args.seed)
+    kept, src, tgt, symbols, pieces, vocab, counts_of = prepared(s, t, args.workdir)
     n = src.shape[0]
     dropped = np.ones(len(labels), bool)
     dropped[kept] = False
     kept_labels = labels[kept]
 
-    def full(score):  # every pair of the mix; dropped pairs above every score
-        out = np.full(len(labels), np.inf)
-        out[kept] = score
-        return out
+    def full(score):
+        return on_every_pair(score, kept, len(labels))
 
     checks = pair_checks(src, tgt, symbols=symbols)
-    per_check, margin = check_scores(checks)
-    union = np.zeros(n, bool)
-    for _, f in per_check.values():
-        union |= f
+    margin = check_scores(checks)[1]
+    union = flagged(checks)
     union_full = full(np.where(union, 1.0, 0.0)) > 0.5
     valid, noise = np.isin(labels, ["V", "F"]), np.isin(labels, ["A", "L"])
     halves = [(row >= 0) & (row % 2 == parity) for parity in (0, 1)]
@@ -281,12 +310,7 @@ def measure(args) -> dict:
     first_target = np.array([vocab[sent[0]] if sent else -1 for sent in pieces[1]])
     rng = np.random.default_rng(args.seed)
     fold = rng.integers(2, size=n)
-    # a pair's lexical scores come from the table of the other fold; the negatives of model k
-    # (built from the other fold's pairs) from the table of fold k
-    tables = [lexical_tables(src, tgt, np.nonzero(fold == k)[0][:25_000]) for k in range(2)]
-    for k in range(2):
-        features[fold == k, 16:18] = lexical_features(src[fold == k], tgt[fold == k],
-                                                      tables[1 - k])
+    tables = add_lexical_by_fold(features, src, tgt, fold)
     base_cols = sorted(c for g, cols in GROUPS.items() if g != "lexical" for c in cols)
     configs = [(m, KINDS, None) for m in ("hgb", "lr")]
     configs += [(m, k, "+lexical") for m in ("hgb", "lr") for k in (KINDS, ("length", "first"))]
@@ -407,22 +431,11 @@ def calibrated_scores(s, t, seed, workdir, lexical_too=True):
     negatives whose union margin is at most the pair's), ``u_clf[...]`` (the same for the
     cross-fitted HGB P(noise), against the negatives the scoring model did not train on),
     and the combinations ``mean`` (their mean) and ``fisher`` (-log(1-u) summed)."""
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        kept, pieces = cr.prepare(s, t, "en", "de", tmp, 8000, 1.5, 2000, 250)
-    (src, tgt), symbols = cr.joined_counts(*pieces)
-    vocab = {p: i for i, p in enumerate(symbols)}
-
-    def counts_of(sentences):
-        ids = np.fromiter((vocab[p] for sent in sentences for p in sent), dtype=np.int64)
-        offsets = np.cumsum([0] + [len(sent) for sent in sentences])
-        return cr.count_matrix(ids, offsets, len(vocab))
-
+    kept, src, tgt, symbols, pieces, vocab, counts_of = prepared(s, t, workdir)
     n = src.shape[0]
     checks = pair_checks(src, tgt, symbols=symbols)
-    per_check, margin = check_scores(checks)
-    union = np.zeros(n, bool)
-    for _, f in per_check.values():
-        union |= f
+    margin = check_scores(checks)[1]
+    union = flagged(checks)
     make = PairFeatures(src, tgt, symbols)
     own_share = script_scores(src, tgt, symbols, symbols, joined=True)
     features = make(src, tgt, own_share)
@@ -436,10 +449,7 @@ def calibrated_scores(s, t, seed, workdir, lexical_too=True):
     lsi_tgt = make.lsi(1, tgt)
     first_target = np.array([vocab[sent[0]] if sent else -1 for sent in pieces[1]])
     fold = rng.integers(2, size=n)
-    tables = [lexical_tables(src, tgt, np.nonzero(fold == k)[0][:25_000]) for k in range(2)]
-    for k in range(2):
-        features[fold == k, 16:18] = lexical_features(src[fold == k], tgt[fold == k],
-                                                      tables[1 - k])
+    tables = add_lexical_by_fold(features, src, tgt, fold)
     negs, neg_margin = [], []
     for k in range(2):
         idx = np.nonzero(fold != k)[0]
@@ -487,20 +497,13 @@ def calibrated_scores(s, t, seed, workdir, lexical_too=True):
 def measure_calibrated(args) -> dict:
     """The calibrated combinations on the labelled mix and on two clean corpora (see main)."""
     D = args.data
-    labelled = cr.read_labelled(f"{D}/paracrawl-en-de-labelled/labelled.tsv.gz", "en", "de")
-    clean_src, clean_tgt = cr.read_clean([f"{D}/tatoeba-de-en/train",
-                                          f"{D}/wmt14-en-de-sample/newstest2012",
-                                          f"{D}/wmt14-en-de-sample/newstest2013"], "en", "de")
-    s, t, labels, row = cr.mix(labelled, clean_src, clean_tgt, 0.1, args.seed)
-    labels = np.asarray(labels)
+    labelled, s, t, labels, row = read_mix(D, args.seed)
     mix = calibrated_scores(s, t, args.seed, args.workdir)
     kept = mix["kept"]
     kept_labels = labels[kept]
 
-    def full(score):  # every pair of the mix; dropped pairs above every score
-        out = np.full(len(labels), np.inf)
-        out[kept] = score
-        return out
+    def full(score):
+        return on_every_pair(score, kept, len(labels))
 
     clean = {"mix": {}}
     for name, prefix in (("multi30k", f"{D}/multi30k-en-de/train"),
