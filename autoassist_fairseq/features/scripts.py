@@ -67,13 +67,13 @@ def script_table(symbols: Sequence[str], vocab_size: int):
     return table, list(scripts)
 
 
-def foreign_script_share(counts: sp.csr_matrix, own: sp.csr_matrix, symbols: Sequence[str],
+def foreign_script_share(counts: sp.csr_matrix, own: sp.csr_matrix, table: sp.csr_matrix,
                          rare_script: float = RARE_SCRIPT) -> np.ndarray:
     """Per sentence of one side, the share of the letters of *own* (its subword counts less
     those the other side shares; *counts* itself where no column is shared) that are in
     scripts rare on the side (under *rare_script* of its letters in *counts*); NaN under
-    :data:`_MIN_LETTERS` such letters."""
-    table, _ = script_table(symbols, counts.shape[1])
+    :data:`_MIN_LETTERS` such letters. *table*: :func:`script_table` of the side's
+    vocabulary."""
     totals = table.T @ np.asarray(counts.sum(axis=0)).ravel()
     rare = (totals < rare_script * max(float(totals.sum()), 1.0)).astype(np.float32)
     letters = own @ table
@@ -92,6 +92,9 @@ def script_scores(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     so that the subwords the two sides share can be left out (with two vocabularies a
     column is not the same subword on both sides, and every letter counts)."""
     shared = src_counts.minimum(tgt_counts) if joined else None
-    shares = [foreign_script_share(c, c - shared if joined else c, s, rare_script)
-              for c, s in ((src_counts, src_symbols), (tgt_counts, tgt_symbols))]
+    src_table = script_table(src_symbols, src_counts.shape[1])[0]
+    # joined: a column is the same subword on both sides, so one table serves both
+    tgt_table = src_table if joined else script_table(tgt_symbols, tgt_counts.shape[1])[0]
+    shares = [foreign_script_share(c, c - shared if joined else c, table, rare_script)
+              for c, table in ((src_counts, src_table), (tgt_counts, tgt_table))]
     return np.fmax(*shares)
