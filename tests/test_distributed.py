@@ -102,3 +102,20 @@ def test_one_dead_assistant_stops_or_falls_back_on_every_rank(train_data, tmp_pa
         assert "continuing this run on uniform batches" in out
         assert "done training" in out and "num_updates 60" in out
     assert not any(running(pid) for pid in workers + assistants)
+
+
+def test_the_plugin_destroys_a_gloo_process_group_before_the_interpreter_ends(tmp_path):
+    """fairseq never destroys its process group; gloo's threads left to the interpreter's
+    finalisation can abort a rank at exit. A handler registered before the plugin's import
+    runs after the plugin's own: by then the group must be gone."""
+    child = (
+        "import atexit, torch.distributed as dist\n"
+        "atexit.register(lambda: print('initialized at exit:', dist.is_initialized()))\n"
+        "import autoassist_fairseq\n"
+        f"dist.init_process_group('gloo', init_method='file://{tmp_path / 'rendezvous'}', "
+        "rank=0, world_size=1)\n"
+        "dist.all_reduce(__import__('torch').ones(1))\n")
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, cwd=REPO,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "initialized at exit: False" in proc.stdout, proc.stdout + proc.stderr[-2000:]
