@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The noise-filter oracle: a prepared noisy corpus without its labelled noisy pairs.
+"""The noise-filter oracle: a prepared noisy corpus without its labelled noisy pairs; or,
+with ``--by checks``, without the pairs its pair checks flag (what a user could filter).
 
 A noise-aware selection rule can at best leave out every noisy pair and nothing else.
 Training plain fairseq on what remains measures that bound: if even the clean pairs alone
@@ -15,9 +16,16 @@ skipping the noise. This script writes that corpus from a directory of
 * ``OUT/train.SRC-TGT.autoassist.*``: the TF-IDF features (``autoassist-features``), so that
   ``python -m research.bench --data OUT`` runs every arm.
 
+``--by checks`` keeps instead the pairs that ``autoassist-features``' pair checks do not
+flag (``features.pair_checks.flagged`` of DATA's pair-checks file, no labels needed): the
+corpus a user gets who filters with the checks before training plain fairseq, the simple
+alternative to accepting flagged pairs at the floor.
+
 Example::
 
     python -m research.drop_noise --data work/multi30k-noisy --out work/multi30k-noisy-oracle
+    python -m research.drop_noise --data work/multi30k-noisy --by checks \
+        --out work/multi30k-noisy-checked
 """
 
 import argparse
@@ -78,12 +86,37 @@ def link(target, name):
     name.symlink_to(target.resolve())
 
 
-def drop_noise(data, out):
+def flagged_pairs(data, src, tgt):
+    """Per binarised training pair, whether the pair checks of its feature file flag it, at
+    the settings its header records (what the task reads)."""
+    from autoassist_fairseq.features.store import FeatureStore
+
+    prefix = str(data / f"train.{src}-{tgt}.autoassist")
+    try:
+        return FeatureStore.open(prefix).suspect_pairs()
+    except (FileNotFoundError, ValueError) as err:
+        raise SystemExit(f"drop_noise.py: error: {err}")
+
+
+def drop_noise(data, out, by="labels"):
     data, out = Path(data), Path(out)
     if data.resolve() == out.resolve():
         raise SystemExit("drop_noise.py: error: --out must differ from --data")
     src, tgt = language_pair(data)
-    labels, kept = read_labels(data)
+    if by == "labels":
+        labels, kept = read_labels(data)
+    else:
+        kept_path = data / "train.kept-lines"
+        if not kept_path.exists():
+            raise SystemExit(f"drop_noise.py: error: {kept_path} not found: rerun "
+                             "scripts/prepare-corpus.sh, which writes it")
+        kept = np.loadtxt(kept_path, dtype=np.int64, ndmin=1)
+        flags = flagged_pairs(data, src, tgt)
+        if len(flags) != len(kept):
+            raise SystemExit(f"drop_noise.py: error: the pair checks of {data} cover "
+                             f"{len(flags)} pairs, train.kept-lines {len(kept)}: rebuild the "
+                             "features with autoassist-features")
+        labels = np.where(flags, "flagged", "clean").astype(object)
     sides = {lang: open_side(str(data / f"train.{src}-{tgt}.{lang}")) for lang in (src, tgt)}
     for side in sides.values():  # checked before anything is written
         if len(side) != len(labels):
@@ -92,8 +125,8 @@ def drop_noise(data, out):
                              "scripts/prepare-corpus.sh")
     keep = np.flatnonzero(labels == "clean")
     if not len(keep):
-        raise SystemExit(f"drop_noise.py: error: no pair of {data} is labelled clean: "
-                         "nothing to train on")
+        why = "is labelled clean" if by == "labels" else "passes the pair checks"
+        raise SystemExit(f"drop_noise.py: error: no pair of {data} {why}: nothing to train on")
     out.mkdir(parents=True, exist_ok=True)
     for path in data.iterdir():
         if path.name.startswith(("valid.", "test.", "dict.")) or path.name in ("raw", "spm"):
@@ -115,10 +148,14 @@ def main(argv=None):
                                 epilog="example: python -m research.drop_noise --data "
                                        "work/multi30k-noisy --out work/multi30k-noisy-oracle")
     p.add_argument("--data", required=True, type=Path,
-                   help="directory of scripts/prepare-corpus.sh with train.noise-labels")
+                   help="directory of scripts/prepare-corpus.sh (with train.noise-labels for "
+                        "--by labels)")
     p.add_argument("--out", required=True, type=Path, help="the new data directory")
+    p.add_argument("--by", choices=("labels", "checks"), default="labels",
+                   help="drop the pairs not labelled clean (labels, the oracle; needs "
+                        "train.noise-labels) or the pairs the pair checks flag (checks)")
     a = p.parse_args(argv)
-    drop_noise(a.data, a.out)
+    drop_noise(a.data, a.out, a.by)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,37 @@ def test_only_the_clean_pairs_are_kept_token_for_token(tiny_data, tmp_path):
     assert meta["num_rows"] == len(clean)
 
 
+def test_by_checks_drops_the_pairs_the_tasks_pair_checks_flag(tiny_data, tmp_path):
+    """--by checks needs no labels: it keeps the pairs the task would not take for suspect
+    (the feature file's checks at its recorded settings), token for token."""
+    from fairseq.data import indexed_dataset
+
+    from autoassist_fairseq.features.store import FeatureStore
+
+    data, _, n = _noisy_copy(tiny_data, tmp_path)
+    (data / "train.noise-labels").unlink()
+    checks_path = data / "train.src-tgt.autoassist.pair-checks.npy"
+    checks = np.load(checks_path)
+    chosen = [0, 5, 9, n - 1]
+    checks[chosen, 2] = 1.0  # unrelated sides: a p-value of 1 is over any bar
+    np.save(checks_path, checks)
+    suspect = FeatureStore.open(str(data / "train.src-tgt.autoassist")).suspect_pairs()
+    assert set(chosen) <= set(np.flatnonzero(suspect).tolist())
+    proc = _run("--data", data, "--by", "checks", "--out", tmp_path / "checked")
+    assert proc.returncode == 0, proc.stderr
+    keep = np.flatnonzero(~suspect).tolist()
+    assert f"kept {len(keep)} of {n} pairs; dropped flagged {n - len(keep)}" in proc.stdout
+    out = tmp_path / "checked"
+    assert np.loadtxt(out / "train.kept-lines", dtype=int).tolist() == [i + 1 for i in keep]
+    whole = indexed_dataset.make_dataset(str(data / "train.src-tgt.tgt"), impl="mmap")
+    kept = indexed_dataset.make_dataset(str(out / "train.src-tgt.tgt"), impl="mmap")
+    assert all(np.array_equal(kept[j], whole[i]) for j, i in enumerate(keep))
+    # a feature file without pair checks is a clear error, not an unfiltered copy
+    checks_path.unlink()
+    proc = _run("--data", data, "--by", "checks", "--out", tmp_path / "again")
+    assert proc.returncode != 0 and "pair-checks" in proc.stderr, proc.stderr
+
+
 def test_missing_labels_and_foreign_labels_are_clear_errors(tiny_data, tmp_path):
     data, labels, n = _noisy_copy(tiny_data, tmp_path)
     (data / "train.noise-labels").unlink()
