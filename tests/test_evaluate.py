@@ -5,6 +5,7 @@ import re
 import pytest
 
 from scripts_helpers import SCRIPTS, make_synthetic_data, run
+from utils import REPO
 
 SIGNATURE = re.compile(r"nrefs:1\|case:mixed\|eff:no\|tok:13a\|smooth:exp\|version:\d")
 
@@ -70,3 +71,26 @@ def test_evaluate_passes_the_sacrebleu_tokenizer(trained):
     assert "|tok:char|" in proc.stdout and "tok:13a" not in proc.stdout
     proc = run([SCRIPTS / "evaluate.sh", data, save_dir, "--tokenize"], check=False)
     assert proc.returncode != 0 and "--tokenize needs a value" in proc.stderr
+
+
+def test_copied_outputs_counts_translations_equal_to_their_source(tmp_path):
+    """research.copied_outputs: a copy ignores case and end blanks; a near copy is not one;
+    a hypothesis file of another length is refused with the reason."""
+    import subprocess
+    import sys
+
+    from research.copied_outputs import copies
+
+    src = ["A dog runs.", "Two men talk", "a cat"]
+    assert copies(src, ["a dog runs. ", "Zwei Männer reden", "a cat!"]) == [0]
+    (tmp_path / "src").write_text("\n".join(src) + "\n")
+    (tmp_path / "hyp").write_text("Ein Hund rennt.\ntwo men talk\nA CAT\n")
+    (tmp_path / "short").write_text("Ein Hund rennt.\n")
+    proc = subprocess.run([sys.executable, "-m", "research.copied_outputs", "--source",
+                           tmp_path / "src", tmp_path / "hyp"], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)
+    assert proc.returncode == 0 and "2 of 3 copy their source (66.7%)" in proc.stdout, proc
+    proc = subprocess.run([sys.executable, "-m", "research.copied_outputs", "--source",
+                           tmp_path / "src", tmp_path / "short"], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)
+    assert proc.returncode != 0 and "1 hypotheses for 3 source lines" in proc.stderr
