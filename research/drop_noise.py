@@ -138,6 +138,11 @@ def drop_noise(data, out, by="labels"):
     counts = Counter(labels.tolist())
     print(f"kept {len(keep)} of {len(labels)} pairs; dropped "
           + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items()) if kind != "clean"))
+    if by == "checks" and (data / "train.noise-labels").exists():
+        noise, _ = read_labels(data)  # what the checks dropped, by the corpus's labels
+        dropped = Counter(noise[labels != "clean"].tolist())
+        print("flagged by label: " + ", ".join(
+            f"{kind} {dropped[kind]} of {n}" for kind, n in sorted(Counter(noise.tolist()).items())))
     from autoassist_fairseq.features.build import build_features
     build_features(str(out), src, tgt)
     print(f"wrote {out}")

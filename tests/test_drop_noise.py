@@ -61,8 +61,7 @@ def test_by_checks_drops_the_pairs_the_tasks_pair_checks_flag(tiny_data, tmp_pat
 
     from autoassist_fairseq.features.store import FeatureStore
 
-    data, _, n = _noisy_copy(tiny_data, tmp_path)
-    (data / "train.noise-labels").unlink()
+    data, labels, n = _noisy_copy(tiny_data, tmp_path)
     checks_path = data / "train.src-tgt.autoassist.pair-checks.npy"
     checks = np.load(checks_path)
     chosen = [0, 5, 9, n - 1]
@@ -74,6 +73,13 @@ def test_by_checks_drops_the_pairs_the_tasks_pair_checks_flag(tiny_data, tmp_pat
     assert proc.returncode == 0, proc.stderr
     keep = np.flatnonzero(~suspect).tolist()
     assert f"kept {len(keep)} of {n} pairs; dropped flagged {n - len(keep)}" in proc.stdout
+    # the labels, where the corpus has them, say what the checks dropped
+    kinds = [labels[i + 1] for i in range(n)]
+    copies = [i for i in range(n) if kinds[i] == "copy"]
+    dropped_copies = sum(1 for i in copies if suspect[i])
+    assert f"copy {dropped_copies} of {len(copies)}" in proc.stdout, proc.stdout
+    (data / "train.noise-labels").unlink()  # labels are not needed
+    assert _run("--data", data, "--by", "checks", "--out", tmp_path / "c2").returncode == 0
     out = tmp_path / "checked"
     assert np.loadtxt(out / "train.kept-lines", dtype=int).tolist() == [i + 1 for i in keep]
     whole = indexed_dataset.make_dataset(str(data / "train.src-tgt.tgt"), impl="mmap")
