@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
+from .langid_check import decode_pieces
 from .pair_checks import (_COUNT_KEYS, PairCheckSettings, add_settings_arguments, pair_checks,
                           settings_from_args)
 from .store import FeatureStore, feature_prefix
@@ -74,6 +75,17 @@ def read_side(prefix: str) -> Tuple[np.ndarray, np.ndarray]:
     return tokens, offsets
 
 
+def read_texts(prefix: str, symbols) -> list:
+    """Each sentence of one binarised side as text, decoded from its subword pieces (the
+    langid check's input; special symbols left out)."""
+    tokens, offsets = read_side(prefix)
+    pieces = np.array(symbols, dtype=object)
+    special = np.zeros(len(symbols), dtype=bool)
+    special[[i for i, sym in enumerate(symbols) if sym in ("<s>", "<pad>", "</s>", "<unk>")]] = True
+    return [decode_pieces(pieces[ids[~special[ids]]])
+            for ids in (tokens[a:b] for a, b in zip(offsets[:-1], offsets[1:]))]
+
+
 def read_counts(data_dir: str, src: str, tgt: str, split: str = "train"):
     """Subword counts of both sides of a binarised split (pairs x dictionary), their
     sentence lengths, the dictionaries' symbols and paths."""
@@ -117,9 +129,11 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
     features = tfidf_features(*counts)
     # the language check needs one vocabulary on both sides (--joined-dictionary)
     settings = settings or PairCheckSettings()
-    checks = pair_checks(*counts, languages=filecmp.cmp(*dict_paths, shallow=False),
-                         symbols=symbols, settings=settings)
     prefixes = [dataset_prefix(data_dir, split, src, tgt, lang) for lang in (src, tgt)]
+    texts = [read_texts(prefix, side_symbols) for prefix, side_symbols in zip(prefixes, symbols)] \
+        if "langid" in settings.checks else None
+    checks = pair_checks(*counts, languages=filecmp.cmp(*dict_paths, shallow=False),
+                         symbols=symbols, settings=settings, texts=texts, langs=(src, tgt))
     output = output or feature_prefix(data_dir, split, src, tgt)
     if os.path.dirname(output):
         os.makedirs(os.path.dirname(output), exist_ok=True)
@@ -175,7 +189,8 @@ def cli_main(argv=None) -> int:
     parts = {"language": "with a side in the wrong language",
              "unrelated": "with unrelated sides", "digits": "with digits that differ",
              "lexical": "without word-for-word translations",
-             "script": "with a side in another alphabet"}
+             "script": "with a side in another alphabet",
+             "langid": "with a side in another language by py3langid"}
     logger.info(f"pair checks ({', '.join(ran) or 'none'}): "
                 f"{checks['flagged']} pairs ({share:.2%}) flagged, trained at the floor unless "
                 f"--assistant-pair-checks off: " + ", ".join(

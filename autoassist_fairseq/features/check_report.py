@@ -42,6 +42,7 @@ from sklearn.metrics import roc_auc_score
 
 from .pair_checks import PairCheckSettings, add_settings_arguments, check_scores, pair_checks, \
     settings_from_args
+from .langid_check import decode_pieces
 from .tfidf import count_matrix
 
 logger = logging.getLogger("autoassist_fairseq.check_report")
@@ -245,7 +246,9 @@ def check_report(args) -> dict:
             src_lines, tgt_lines, args.src, args.tgt, workdir, args.bpe_size,
             0.0 if args.no_ratio_filter else args.ratio, args.max_chars, args.max_len)
     counts, symbols = joined_counts(src_pieces, tgt_pieces)
-    checks = pair_checks(*counts, symbols=symbols, settings=settings)
+    texts = [[decode_pieces(p) for p in side] for side in (src_pieces, tgt_pieces)]
+    checks = pair_checks(*counts, symbols=symbols, settings=settings, texts=texts,
+                         langs=(args.src, args.tgt))
     labels = np.asarray(labels)
     n = len(labels)
     dropped = np.ones(n, dtype=bool)

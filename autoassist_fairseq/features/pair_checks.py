@@ -37,11 +37,12 @@ signals catch part of that:
   (:data:`DIGITS_MIN_DIFFERENT`, :data:`DIGITS_SHARE`, :data:`DIGITS_ONE_SIDE`).
 
 The script check (:mod:`.scripts`) finds a side in an alphabet its language does not use;
-the opt-in lexical check (:mod:`.lexical`) asks for word-for-word correspondence. Which
-checks run and their bars: :mod:`.check_settings` (re-exported here).
+the opt-in lexical check (:mod:`.lexical`) asks for word-for-word correspondence, the opt-in
+langid check (:mod:`.langid_check`) a pretrained identifier of 140 languages. Which checks
+run and their bars: :mod:`.check_settings` (re-exported here).
 """
 
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -54,6 +55,8 @@ from .check_settings import (  # noqa: F401  (re-exported: the checks' public na
     CHECKS, COLUMNS, DEFAULT_CHECKS, DIGITS_MIN_DIFFERENT, DIGITS_ONE_SIDE, DIGITS_SHARE,
     FLAG_PROBABILITY, LANGUAGE_EVIDENCE, MIN_OWN_LANGUAGE_SHARE, OLDER_WIDTHS,
     UNRELATED_P_VALUE, _COUNT_KEYS, PairCheckSettings, add_settings_arguments, settings_from_args)
+from .langid_check import langid_flags, langid_scores
+from .digits import digit_counts, digit_scores  # noqa: F401  (re-exported)
 from .lexical import lexical_scores
 from .scripts import script_scores
 
@@ -114,28 +117,6 @@ def language_scores(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> np.
     return out
 
 
-def digit_counts(counts: sp.csr_matrix, symbols: Sequence[str]) -> np.ndarray:
-    """How often each digit 0-9 occurs in the numbers of each sentence (pairs x 10), from its
-    subword counts and the subwords' text. Only subwords without letters count: the digits of
-    a name or code ("MP3", "s12") are not a number a translation must keep."""
-    table = np.zeros((counts.shape[1], 10), dtype=np.float32)
-    for i, symbol in enumerate(symbols[:counts.shape[1]]):
-        if any(ch.isalpha() for ch in symbol):
-            continue
-        for ch in symbol:
-            if "0" <= ch <= "9":
-                table[i, ord(ch) - 48] += 1
-    return np.asarray(counts @ table)
-
-
-def digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols) -> np.ndarray:
-    """Per pair: digits without a counterpart on the other side, the source's digits and the
-    target's digits (pairs x 3)."""
-    a, b = digit_counts(src_counts, src_symbols), digit_counts(tgt_counts, tgt_symbols)
-    return np.stack([np.abs(a - b).sum(axis=1), a.sum(axis=1), b.sum(axis=1)],
-                    axis=1).astype(np.float32)
-
-
 def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                       seed: int = 0) -> np.ndarray:
     """Per pair (``float32``), the share of random pairings of the corpus whose two sides are
@@ -177,11 +158,15 @@ def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
 
 def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                 languages: bool = True, symbols: Optional[Sequence[str]] = None,
-                settings: Optional[PairCheckSettings] = None) -> np.ndarray:
-    """Every check of every pair: ``float32`` (pairs x 10), columns :data:`COLUMNS`
+                settings: Optional[PairCheckSettings] = None,
+                texts: Optional[Tuple[Sequence[str], Sequence[str]]] = None,
+                langs: Tuple[str, str] = ("", "")) -> np.ndarray:
+    """Every check of every pair: ``float32`` (pairs x 11), columns :data:`COLUMNS`
     (:func:`language_scores`, :func:`unrelated_p_value`, :func:`digit_scores`,
-    :func:`.lexical.lexical_scores`, :func:`.scripts.script_scores`); the columns of a check
-    that did not run (``settings.checks``) are NaN, never flagged.
+    :func:`.lexical.lexical_scores`, :func:`.scripts.script_scores`,
+    :func:`.langid_check.langid_scores`); the columns of a check that did not run
+    (``settings.checks``) are NaN, never flagged. The langid check needs *texts* (each side's
+    sentences) and *langs* (source and target language codes).
 
     *symbols*: the text of each subword id (one list for a joined dictionary, or a pair of
     lists: source, target), which the digits and script checks need; without it, they do
@@ -207,6 +192,8 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                                       joined=languages, rare_script=settings.rare_script)
     if "lexical" in settings.checks:
         out[:, 7:9] = lexical_scores(src_counts, tgt_counts, joined=languages)
+    if "langid" in settings.checks and texts is not None:
+        out[:, 10] = langid_scores(*texts, *langs)
     return out
 
 
@@ -258,6 +245,10 @@ def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = Non
             hit = share >= settings.script_share
             out["script"] = (np.nan_to_num(share, nan=0.0), hit)
             margins.append(np.where(np.isnan(share), -np.inf, share - settings.script_share + eps))
+        if checks.shape[1] > 10 and "langid" in settings.checks:
+            score, hit, margin = langid_flags(checks[:, 10], settings.langid_bar)
+            out["langid"] = (score, hit)
+            margins.append(margin)  # nats of log-likelihood: a log-odds scale
     margin = np.max(margins, axis=0) if margins else np.full(len(checks), -np.inf)
     return out, margin
 
