@@ -47,7 +47,8 @@ def main(argv=None):
     p.add_argument("--src", required=True, help="source language code (e.g. en)")
     p.add_argument("--tgt", required=True, help="target language code (e.g. de)")
     p.add_argument("--bar", type=float, action="append",
-                   help=f"a candidate bar in nats (repeatable; default: {', '.join(map(str, BARS))})")
+                   help="a candidate bar in nats (repeatable; default: "
+                        f"{', '.join(map(str, BARS))})")
     p.add_argument("--out", required=True, help="the JSON to write")
     a = p.parse_args(argv)
     out = {}

@@ -11,7 +11,7 @@ import pytest
 
 from utils import REPO, TINY_TRANSFORMER
 
-from research import fixed_budget, run_reuse
+from research import fixed_budget, merge_run, run_reuse
 from research import fixed_budget_report as report
 from research.bench import BenchmarkError
 from research.bench.flags import get_flag
@@ -163,6 +163,33 @@ def test_converged_budget_from_the_last_fifth_improvement(tmp_path):
     assert report.converged_budget(rows, 0.001) == (None, None)
     with pytest.raises(BenchmarkError, match="no curve 'x'"):
         report.read_curve(results, "x")
+
+
+def test_a_run_trained_elsewhere_merges_under_another_name(tmp_path):
+    source, target = tmp_path / "elsewhere", tmp_path / "converged"
+    source.mkdir()
+    curve = [{"epoch": e, "updates": 10 * e, "boss_tokens": 1000 * e, "valid_loss": 6.0 - e}
+             for e in (1, 2)]
+    run = {"entry": entry("plain", 0.7, 4.2, 35.0, corpus="noisy-checked"), "args": ["--x"],
+           "curve": curve}
+    (source / "runs-noisy-checked.json").write_text(json.dumps({"plain-0.70B-s1": run}))
+    report.merge_summary(target / "summary.json",
+                         [entry("plain", 1.0, 4.0, 37.0, corpus="noisy")])
+    merged = merge_run.merge_run(source, "noisy-checked", "plain-0.70B-s1", target,
+                                 as_corpus="noisy", as_arm="plain-checked")
+    assert (merged["corpus"], merged["arm"], merged["budget_share"]) == \
+        ("noisy", "plain-checked", 0.7)
+    rows = json.loads((target / "summary.json").read_text())
+    assert {(r["corpus"], r["arm"]) for r in rows} == {("noisy", "plain"),
+                                                        ("noisy", "plain-checked")}
+    runs = json.loads((target / "runs-noisy.json").read_text())
+    assert list(runs) == ["plain-checked-0.70B-s1"]
+    assert runs["plain-checked-0.70B-s1"]["curve"] == curve
+    assert "| noisy | 1 | plain-checked | 0.70 |" in (target / "README.md").read_text()
+    assert (target / "curves-noisy.png").stat().st_size > 0
+    with pytest.raises(BenchmarkError,
+                       match=r"no run 'default-0.85B-s1' \(it has \['plain-0.70B-s1'\]\)"):
+        merge_run.merge_run(source, "noisy-checked", "default-0.85B-s1", target)
 
 
 def test_readme_table_is_rewritten_between_its_markers_only(tmp_path):

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Merge one finished fixed-budget run into another results folder.
+
+``research.fixed_budget`` writes each run's figures into its ``--results`` folder (summary.json,
+runs-CORPUS.json, the README table, curves-CORPUS.png). Runs trained elsewhere (a worktree
+pinned at an older commit, a results folder outside the repository) are merged into the
+committed docs/results/converged with this command, which uses the same merge, table and plot
+as the runs themselves. ``--as-corpus``/``--as-arm`` enter a run under another name, e.g. plain
+fairseq on a filtered corpus as an arm of the unfiltered corpus it is compared with.
+
+    python -m research.merge_run /root/aa-work/converged/results-A multi30k-noisy-checked \\
+        plain-0.70B-s1 --as-corpus multi30k-noisy --as-arm plain-checked
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from research import fixed_budget_report as report
+from research.bench import REPO, BenchmarkError
+
+
+def merge_run(source: Path, corpus: str, run: str, target: Path, as_corpus=None,
+              as_arm=None) -> dict:
+    """Copy run *run* of SOURCE/runs-CORPUS.json into TARGET (summary, runs file, table,
+    curves), renamed by *as_corpus*/*as_arm*; returns its summary entry."""
+    runs_file = source / f"runs-{corpus}.json"
+    if not runs_file.exists():
+        raise BenchmarkError(f"{runs_file} does not exist: name the corpus of a finished run")
+    runs = json.loads(runs_file.read_text())
+    if run not in runs:
+        raise BenchmarkError(f"{runs_file} has no run {run!r} (it has {sorted(runs)})")
+    entry = dict(runs[run]["entry"], **({"corpus": as_corpus} if as_corpus else {}),
+                 **({"arm": as_arm} if as_arm else {}))
+    corpus = as_corpus or corpus
+    name = run if not as_arm else f"{as_arm}-{run.split('-', 1)[1]}"
+    rows = report.merge_summary(target / "summary.json", [entry])
+    target_runs_file = target / f"runs-{corpus}.json"
+    target_runs = json.loads(target_runs_file.read_text()) if target_runs_file.exists() else {}
+    target_runs[name] = dict(runs[run], entry=entry)
+    target_runs_file.write_text(json.dumps(target_runs, indent=2, sort_keys=True) + "\n")
+    report.write_table(target / "README.md", rows)
+    report.plot_runs(target_runs, target / f"curves-{corpus}.png")
+    return entry
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="example:\n" + __doc__.split("\n\n")[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("source", type=Path, help="the --results folder the run was written to")
+    p.add_argument("corpus", help="the run's --corpus (its runs-CORPUS.json)")
+    p.add_argument("run", help="the run's name, ARM-SHAREB-sSEED (e.g. default-0.85B-s1)")
+    p.add_argument("--to", type=Path, default=REPO / "docs" / "results" / "converged",
+                   help="the results folder to merge into (default: docs/results/converged)")
+    p.add_argument("--as-corpus", help="enter the run under this corpus name")
+    p.add_argument("--as-arm", help="enter the run under this arm name")
+    a = p.parse_args(argv)
+    entry = merge_run(a.source, a.corpus, a.run, a.to, a.as_corpus, a.as_arm)
+    print(f"merged into {a.to}: {json.dumps(entry)}")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BenchmarkError as err:
+        sys.exit(f"merge_run.py: error: {err}")
