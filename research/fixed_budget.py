@@ -34,7 +34,6 @@ runs' flags and validation curves go to RESULTS/runs-CORPUS.json and curves-CORP
 """
 
 import argparse
-import json
 import math
 import re
 import shlex
@@ -43,6 +42,7 @@ import sys
 from pathlib import Path
 
 from research import fixed_budget_report as report
+from research.fixed_budget_report import run_name
 from research.bench import REPO, BenchmarkError
 from research.bench.budgets import baseline_batches, baseline_tokens_at, budget_updates
 from research.bench.cli import parse_arm
@@ -76,10 +76,6 @@ def parse_arms(text, rules=()):
         arms.append((arm, value))
     named = {a for a, _ in arms}
     return arms + [(rule, s) for rule in rules if rule not in named for s in RULE_SHARES]
-
-
-def run_name(arm, share, seed):
-    return f"{arm}-{share:.2f}B-s{seed}"
 
 
 def schedule_tokens(config_tokens):
@@ -192,14 +188,7 @@ def run_seed(seed, plan, ctx):
         else:
             run_training(run_dir.name, ctx["data"], args, ctx["work"])
         entry, curve = run_entry(arm, share, seed, run_dir, ctx, counts, update_freq)
-        rows = report.merge_summary(ctx["results"] / "summary.json", [entry])
-        runs_path = ctx["results"] / f"runs-{ctx['corpus']}.json"
-        runs = json.loads(runs_path.read_text()) if runs_path.exists() else {}
-        runs[run_name(arm, share, seed)] = {"entry": entry, "args": [str(t) for t in args],
-                                           "curve": curve}
-        runs_path.write_text(json.dumps(runs, indent=2, sort_keys=True) + "\n")
-        report.write_table(ctx["results"] / "README.md", rows)
-        report.plot_runs(runs, ctx["results"] / f"curves-{ctx['corpus']}.png")
+        report.record_run(ctx["results"], run_name(arm, share, seed), entry, args, curve)
         print(f"[{run_dir.name}] valid loss {entry['valid_loss']} (reducible "
               f"{entry['valid_reducible_loss']}), BLEU {entry['bleu']}, Boss tokens "
               f"{entry['boss_tokens']}", flush=True)

@@ -78,6 +78,27 @@ def entry_key(entry):
     return entry["corpus"], entry["seed"], entry["arm"], round(entry["budget_share"], 4)
 
 
+def run_name(arm, share, seed):
+    """A run's folder, and its key in runs-CORPUS.json: ARM-SHAREB-sSEED."""
+    return f"{arm}-{share:.2f}B-s{seed}"
+
+
+def record_run(results, name, entry, args, curve):
+    """Enter one finished run into the folder *results*: its summary *entry* merged into
+    summary.json, its fairseq-train *args* and validation *curve* into runs-CORPUS.json under
+    *name* (its :func:`run_name`), then the README table and curves-CORPUS.png redrawn.
+    Returns the merged summary rows."""
+    results = Path(results)
+    rows = merge_summary(results / "summary.json", [entry])
+    runs_path = results / f"runs-{entry['corpus']}.json"
+    runs = json.loads(runs_path.read_text()) if runs_path.exists() else {}
+    runs[name] = {"entry": entry, "args": [str(t) for t in args], "curve": curve}
+    runs_path.write_text(json.dumps(runs, indent=2, sort_keys=True) + "\n")
+    write_table(results / "README.md", rows)
+    plot_runs(runs, results / f"curves-{entry['corpus']}.png")
+    return rows
+
+
 def merge_summary(path, entries):
     """Write *entries* into the summary list at *path*: an entry of the same corpus, seed,
     arm and budget share is replaced, every other one is kept (several sessions add to

@@ -23,25 +23,25 @@ from research.bench import REPO, BenchmarkError
 
 def merge_run(source: Path, corpus: str, run: str, target: Path, as_corpus=None,
               as_arm=None) -> dict:
-    """Copy run *run* of SOURCE/runs-CORPUS.json into TARGET (summary, runs file, table,
-    curves), renamed by *as_corpus*/*as_arm*; returns its summary entry."""
+    """Enter run *run* of SOURCE/runs-CORPUS.json into TARGET with
+    :func:`.fixed_budget_report.record_run`, renamed by *as_corpus*/*as_arm* (the run's key
+    then starts with *as_arm* instead of its arm); returns its summary entry."""
     runs_file = source / f"runs-{corpus}.json"
     if not runs_file.exists():
         raise BenchmarkError(f"{runs_file} does not exist: name the corpus of a finished run")
     runs = json.loads(runs_file.read_text())
     if run not in runs:
         raise BenchmarkError(f"{runs_file} has no run {run!r} (it has {sorted(runs)})")
-    entry = dict(runs[run]["entry"], **({"corpus": as_corpus} if as_corpus else {}),
-                 **({"arm": as_arm} if as_arm else {}))
-    corpus = as_corpus or corpus
-    name = run if not as_arm else f"{as_arm}-{run.split('-', 1)[1]}"
-    rows = report.merge_summary(target / "summary.json", [entry])
-    target_runs_file = target / f"runs-{corpus}.json"
-    target_runs = json.loads(target_runs_file.read_text()) if target_runs_file.exists() else {}
-    target_runs[name] = dict(runs[run], entry=entry)
-    target_runs_file.write_text(json.dumps(target_runs, indent=2, sort_keys=True) + "\n")
-    report.write_table(target / "README.md", rows)
-    report.plot_runs(target_runs, target / f"curves-{corpus}.png")
+    entry = dict(runs[run]["entry"])
+    name = run
+    if as_arm:
+        if not run.startswith(entry["arm"] + "-"):
+            raise BenchmarkError(f"run {run!r} is not named after its arm {entry['arm']!r}")
+        name = as_arm + run[len(entry["arm"]):]  # ARM-SHAREB-sSEED: the arm may hold dashes
+        entry["arm"] = as_arm
+    if as_corpus:
+        entry["corpus"] = as_corpus
+    report.record_run(target, name, entry, runs[run]["args"], runs[run]["curve"])
     return entry
 
 

@@ -190,6 +190,10 @@ def test_a_run_trained_elsewhere_merges_under_another_name(tmp_path):
     with pytest.raises(BenchmarkError,
                        match=r"no run 'default-0.85B-s1' \(it has \['plain-0.70B-s1'\]\)"):
         merge_run.merge_run(source, "noisy-checked", "default-0.85B-s1", target)
+    # a run whose key does not start with its arm cannot be renamed by arm
+    (source / "runs-odd.json").write_text(json.dumps({"odd-run": run}))
+    with pytest.raises(BenchmarkError, match="not named after its arm 'plain'"):
+        merge_run.merge_run(source, "odd", "odd-run", target, as_arm="plain-checked")
 
 
 def test_readme_table_is_rewritten_between_its_markers_only(tmp_path):
