@@ -2,6 +2,7 @@
 import logging
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 from autoassist_fairseq.features.langid_check import (LANGID_BAR, decode_pieces,
@@ -47,9 +48,12 @@ def test_a_side_in_a_third_language_is_flagged_its_translation_not():
     np.testing.assert_allclose(checks[:, COLUMNS.index("other_language_margin")], score)
     np.testing.assert_array_equal(np.where(flagged(checks, settings))[0], [5, 6])
     assert flag_counts(checks, settings)["langid"] == 2
-    # not asked for, or no text: the column stays NaN and flags nothing
+    # not asked for (with or without text): the column stays NaN and flags nothing
     for kwargs in ({}, {"settings": PairCheckSettings(), "texts": (src, tgt)}):
         assert np.isnan(pair_checks(zeros, zeros, **kwargs)[:, -1]).all()
+    # asked for without text: an error, not a silently empty check
+    with pytest.raises(ValueError, match="the langid check needs each side's sentences"):
+        pair_checks(zeros, zeros, settings=settings, langs=("en", "de"))
 
 
 def test_an_unknown_language_is_skipped_with_a_log_line(caplog):

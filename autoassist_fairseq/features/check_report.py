@@ -246,7 +246,8 @@ def check_report(args) -> dict:
             src_lines, tgt_lines, args.src, args.tgt, workdir, args.bpe_size,
             0.0 if args.no_ratio_filter else args.ratio, args.max_chars, args.max_len)
     counts, symbols = joined_counts(src_pieces, tgt_pieces)
-    texts = [[decode_pieces(p) for p in side] for side in (src_pieces, tgt_pieces)]
+    texts = [[decode_pieces(p) for p in side] for side in (src_pieces, tgt_pieces)] \
+        if "langid" in settings.checks else None
     checks = pair_checks(*counts, symbols=symbols, settings=settings, texts=texts,
                          langs=(args.src, args.tgt))
     labels = np.asarray(labels)

@@ -192,7 +192,9 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                                       joined=languages, rare_script=settings.rare_script)
     if "lexical" in settings.checks:
         out[:, 7:9] = lexical_scores(src_counts, tgt_counts, joined=languages)
-    if "langid" in settings.checks and texts is not None:
+    if "langid" in settings.checks:
+        if texts is None:
+            raise ValueError("the langid check needs each side's sentences (texts=...)")
         out[:, 10] = langid_scores(*texts, *langs)
     return out
 
