@@ -52,8 +52,8 @@ CHECKS = ("language", "unrelated", "digits", "lexical", "script", "langid")
 # script check (:mod:`.scripts`) costs one sparse product per side. The langid check
 # (:mod:`.langid_check`) is opt-in: with it the union finds 87-89% of the labelled crawled
 # pairs with a side in a wrong (mostly third) language, against 60-68%, but flags 8.5% of the
-# valid ones, against 6.8%, and it walks every side's bytes in Python (1,400-3,400 pairs a
-# second on one core, several times the other checks' time).
+# valid ones, against 6.8%, and it walks every side's bytes in Python (1,500-3,800 pairs a
+# CPU second on one core, several times the other checks' time).
 DEFAULT_CHECKS = ("language", "unrelated", "digits", "script")
 # the header's key for a check's count of flags where it differs from the check's name: the
 # key that feature files already hold
