@@ -47,6 +47,7 @@ setup(
             "autoassist-features = autoassist_fairseq.features.build:cli_main",
             "autoassist-diagnose = autoassist_fairseq.diagnose:cli_main",
             "autoassist-check-report = autoassist_fairseq.features.check_report:cli_main",
+            "autoassist-filter = autoassist_fairseq.features.filter:cli_main",
         ],
     },
 )

@@ -19,7 +19,8 @@ skipping the noise. This script writes that corpus from a directory of
 ``--by checks`` keeps instead the pairs that ``autoassist-features``' pair checks do not
 flag (``features.pair_checks.flagged`` of DATA's pair-checks file, no labels needed): the
 corpus a user gets who filters with the checks before training plain fairseq, the simple
-alternative to accepting flagged pairs at the floor.
+alternative to accepting flagged pairs at the floor (the product's ``autoassist-filter``,
+whose code this runs, with the corpus's labels counted beside).
 
 Example::
 
@@ -33,118 +34,61 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import torch
+
+from autoassist_fairseq.features import filter as corpus_filter
 
 
-def language_pair(data):
-    """(source, target) of the binarised training set of a prepared directory."""
-    idx = sorted(p.name for p in data.glob("train.*-*.*.idx"))
-    if not idx:
-        raise SystemExit(f"drop_noise.py: error: no binarised training set in {data} "
-                         "(train.SRC-TGT.*.idx); give a directory of scripts/prepare-corpus.sh")
-    src, tgt = idx[0].split(".")[1].split("-")
-    return src, tgt
+def fail(message):
+    raise SystemExit(f"drop_noise.py: error: {message}")
 
 
-def read_labels(data):
+def read_labels(data, num_pairs):
     """Per binarised training pair, its label: DATA/train.noise-labels through train.kept-lines."""
     labels_path, kept_path = data / "train.noise-labels", data / "train.kept-lines"
     for path, why in ((labels_path, "copy the OUT.labels of research/add_noise.py there"),
                       (kept_path, "rerun scripts/prepare-corpus.sh, which writes it")):
         if not path.exists():
-            raise SystemExit(f"drop_noise.py: error: {path} not found: {why}")
+            fail(f"{path} not found: {why}")
     labels = np.array(labels_path.read_text(encoding="utf-8").splitlines(), dtype=object)
     kept = np.loadtxt(kept_path, dtype=np.int64, ndmin=1)
     if len(kept) and kept.max() >= len(labels):
-        raise SystemExit(f"drop_noise.py: error: {kept_path} refers to raw line {kept.max()} "
-                         f"but {labels_path} has {len(labels)} lines: the labels belong to "
-                         "another corpus")
-    return labels[kept], kept
-
-
-def open_side(prefix):
-    from fairseq.data import indexed_dataset
-
-    return indexed_dataset.make_dataset(prefix, impl=indexed_dataset.infer_dataset_impl(prefix))
-
-
-def write_subset(dataset, prefix_out, keep, dict_path):
-    """Copy the rows *keep* of a binarised side into a new mmap dataset."""
-    from fairseq.data import Dictionary, indexed_dataset
-
-    builder = indexed_dataset.make_builder(indexed_dataset.data_file_path(prefix_out), "mmap",
-                                           vocab_size=len(Dictionary.load(str(dict_path))))
-    for i in keep:
-        builder.add_item(torch.as_tensor(dataset[int(i)]))
-    builder.finalize(indexed_dataset.index_file_path(prefix_out))
-
-
-def link(target, name):
-    """OUT/name -> target (absolute), replacing an old link."""
-    if name.is_symlink() or name.exists():
-        name.unlink()
-    name.symlink_to(target.resolve())
-
-
-def flagged_pairs(data, src, tgt):
-    """Per binarised training pair, whether the pair checks of its feature file flag it, at
-    the settings its header records (what the task reads)."""
-    from autoassist_fairseq.features.store import FeatureStore
-
-    prefix = str(data / f"train.{src}-{tgt}.autoassist")
-    try:
-        return FeatureStore.open(prefix).suspect_pairs()
-    except (FileNotFoundError, ValueError) as err:
-        raise SystemExit(f"drop_noise.py: error: {err}")
+        fail(f"{kept_path} refers to raw line {kept.max()} but {labels_path} has "
+             f"{len(labels)} lines: the labels belong to another corpus")
+    if len(kept) != num_pairs:
+        fail(f"{kept_path} has {len(kept)} lines for {num_pairs} binarised pairs: rerun "
+             "scripts/prepare-corpus.sh")
+    return labels[kept]
 
 
 def drop_noise(data, out, by="labels"):
     data, out = Path(data), Path(out)
     if data.resolve() == out.resolve():
-        raise SystemExit("drop_noise.py: error: --out must differ from --data")
-    src, tgt = language_pair(data)
-    if by == "labels":
-        labels, kept = read_labels(data)
-    else:
-        kept_path = data / "train.kept-lines"
-        if not kept_path.exists():
-            raise SystemExit(f"drop_noise.py: error: {kept_path} not found: rerun "
-                             "scripts/prepare-corpus.sh, which writes it")
-        kept = np.loadtxt(kept_path, dtype=np.int64, ndmin=1)
-        flags = flagged_pairs(data, src, tgt)
-        if len(flags) != len(kept):
-            raise SystemExit(f"drop_noise.py: error: the pair checks of {data} cover "
-                             f"{len(flags)} pairs, train.kept-lines {len(kept)}: rebuild the "
-                             "features with autoassist-features")
-        labels = np.where(flags, "flagged", "clean").astype(object)
-    sides = {lang: open_side(str(data / f"train.{src}-{tgt}.{lang}")) for lang in (src, tgt)}
-    for side in sides.values():  # checked before anything is written
-        if len(side) != len(labels):
-            raise SystemExit(f"drop_noise.py: error: {data}/train.kept-lines has {len(labels)} "
-                             f"lines for {len(side)} binarised pairs: rerun "
-                             "scripts/prepare-corpus.sh")
-    keep = np.flatnonzero(labels == "clean")
-    if not len(keep):
-        why = "is labelled clean" if by == "labels" else "passes the pair checks"
-        raise SystemExit(f"drop_noise.py: error: no pair of {data} {why}: nothing to train on")
-    out.mkdir(parents=True, exist_ok=True)
-    for path in data.iterdir():
-        if path.name.startswith(("valid.", "test.", "dict.")) or path.name in ("raw", "spm"):
-            link(path, out / path.name)
-    for lang, side in sides.items():
-        write_subset(side, str(out / f"train.{src}-{tgt}.{lang}"), keep,
-                     data / f"dict.{lang}.txt")
-    np.savetxt(out / "train.kept-lines", kept[keep], fmt="%d")
+        fail("--out must differ from --data")
+    try:
+        src, tgt = corpus_filter.language_pair(data)
+        num_pairs = len(corpus_filter.open_training_sides(data, src, tgt)[src])
+        if by == "checks":  # what a user gets from autoassist-filter
+            if not (data / "train.kept-lines").exists():
+                fail(f"{data / 'train.kept-lines'} not found: rerun scripts/prepare-corpus.sh, "
+                     "which writes it")
+            flags = corpus_filter.filter_flagged(data, out)
+            labels = np.where(flags, "flagged", "clean").astype(object)
+        else:
+            labels = read_labels(data, num_pairs)
+            keep = np.flatnonzero(labels == "clean")
+            if not len(keep):
+                fail(f"no pair of {data} is labelled clean: nothing to train on")
+            corpus_filter.write_corpus(data, out, keep)
+    except (FileNotFoundError, ValueError) as err:
+        fail(err)
     counts = Counter(labels.tolist())
-    print(f"kept {len(keep)} of {len(labels)} pairs; dropped "
+    print(f"kept {counts['clean']} of {len(labels)} pairs; dropped "
           + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items()) if kind != "clean"))
     if by == "checks" and (data / "train.noise-labels").exists():
-        noise, _ = read_labels(data)  # what the checks dropped, by the corpus's labels
+        noise = read_labels(data, num_pairs)  # what the checks dropped, by the corpus's labels
         dropped = Counter(noise[labels != "clean"].tolist())
         print("flagged by label: " + ", ".join(
             f"{kind} {dropped[kind]} of {n}" for kind, n in sorted(Counter(noise.tolist()).items())))
-    from autoassist_fairseq.features.build import build_features
-    build_features(str(out), src, tgt)
     print(f"wrote {out}")
 
 

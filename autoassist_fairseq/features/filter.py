@@ -1,0 +1,159 @@
+"""``autoassist-filter``: a prepared corpus without the training pairs its pair checks flag.
+
+On a noisy corpus, dropping the pairs that the pair checks flag and training plain fairseq
+on the rest did at least as well as training AutoAssist on the whole corpus, where flagged
+pairs are kept at the acceptance floor (docs/results/converged). This command writes that
+corpus from a data directory of ``scripts/prepare-corpus.sh`` (any fairseq-preprocess
+directory whose feature file holds pair checks):
+
+* ``OUT/train.SRC-TGT.{SRC,TGT}.{bin,idx}``: the training pairs no check flags, copied token
+  for token (the same dictionaries, so validation losses of the two corpora compare directly);
+* ``OUT/train.kept-lines``: their raw line numbers, when DATA has that file;
+* the dictionaries, the valid and test splits, ``raw/`` and ``spm/`` linked to DATA's;
+* the features of the kept pairs (``autoassist-features``), unless ``--no-features``, so that
+  both ``--task translation`` and ``--task autoassist_translation`` train on OUT.
+
+The checks run at the settings that the feature file's header records, as the task reads
+them. Nothing in DATA changes; a flagged pair stays there.
+
+Example::
+
+    autoassist-filter data-bin/crawl --out data-bin/crawl-filtered
+    fairseq-train data-bin/crawl-filtered --task translation ...
+"""
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+
+def language_pair(data: Path):
+    """(source, target) of the binarised training set of a data directory."""
+    idx = sorted(p.name for p in Path(data).glob("train.*-*.*.idx"))
+    if not idx:
+        raise FileNotFoundError(f"no binarised training set in {data} (train.SRC-TGT.*.idx); "
+                                "give a directory of scripts/prepare-corpus.sh or fairseq-preprocess")
+    src, tgt = idx[0].split(".")[1].split("-")
+    return src, tgt
+
+
+def kept_lines(data: Path, num_pairs: int) -> Optional[np.ndarray]:
+    """The raw line number of each binarised training pair (DATA/train.kept-lines), or None
+    when DATA has no such file."""
+    path = Path(data) / "train.kept-lines"
+    if not path.exists():
+        return None
+    kept = np.loadtxt(path, dtype=np.int64, ndmin=1)
+    if len(kept) != num_pairs:
+        raise ValueError(f"{path} has {len(kept)} lines for {num_pairs} binarised pairs: "
+                         "rerun scripts/prepare-corpus.sh")
+    return kept
+
+
+def open_training_sides(data: Path, src: str, tgt: str):
+    """{language: fairseq's indexed dataset of that side of the training set}."""
+    from fairseq.data import indexed_dataset
+
+    sides = {}
+    for lang in (src, tgt):
+        prefix = str(Path(data) / f"train.{src}-{tgt}.{lang}")
+        sides[lang] = indexed_dataset.make_dataset(
+            prefix, impl=indexed_dataset.infer_dataset_impl(prefix))
+    if len(sides[src]) != len(sides[tgt]):
+        raise ValueError(f"{data}: the {src} side has {len(sides[src])} training sentences, "
+                         f"the {tgt} side {len(sides[tgt])}: rerun the preparation")
+    return sides
+
+
+def flagged_pairs(data: Path, src: str, tgt: str) -> np.ndarray:
+    """Per binarised training pair, whether a pair check of its feature file flags it."""
+    from .store import FeatureStore
+
+    return FeatureStore.open(str(Path(data) / f"train.{src}-{tgt}.autoassist")).suspect_pairs()
+
+
+def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True) -> None:
+    """OUT: DATA's training pairs *keep* (indices into the binarised training set, in
+    order), with DATA's dictionaries, valid and test splits, raw/ and spm/ linked."""
+    import torch
+    from fairseq.data import Dictionary, indexed_dataset
+
+    data, out = Path(data), Path(out)
+    src, tgt = language_pair(data)
+    sides = open_training_sides(data, src, tgt)
+    kept = kept_lines(data, len(sides[src]))
+    out.mkdir(parents=True, exist_ok=True)
+    for path in data.iterdir():
+        if path.name.startswith(("valid.", "test.", "dict.")) or path.name in ("raw", "spm"):
+            link = out / path.name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(path.resolve())
+    for lang, side in sides.items():
+        prefix = str(out / f"train.{src}-{tgt}.{lang}")
+        builder = indexed_dataset.make_builder(
+            indexed_dataset.data_file_path(prefix), "mmap",
+            vocab_size=len(Dictionary.load(str(data / f"dict.{lang}.txt"))))
+        for i in keep:
+            builder.add_item(torch.as_tensor(side[int(i)]))
+        builder.finalize(indexed_dataset.index_file_path(prefix))
+    if kept is not None:
+        np.savetxt(out / "train.kept-lines", kept[keep], fmt="%d")
+    if features:
+        from .build import build_features
+
+        build_features(str(out), src, tgt)
+
+
+def filter_flagged(data, out, features: bool = True) -> np.ndarray:
+    """Write OUT without the training pairs of DATA that the pair checks flag; return the
+    flags (one per binarised training pair of DATA)."""
+    data, out = Path(data), Path(out)
+    if data.resolve() == out.resolve():
+        raise ValueError("--out must differ from DATA: the filtered corpus is written beside it")
+    src, tgt = language_pair(data)
+    flags = flagged_pairs(data, src, tgt)
+    num_pairs = len(open_training_sides(data, src, tgt)[src])
+    if len(flags) != num_pairs:
+        raise ValueError(f"the pair checks of {data} cover {len(flags)} pairs, the training "
+                         f"set has {num_pairs}: rebuild the features with autoassist-features")
+    kept_lines(data, num_pairs)  # checked before anything is written
+    keep = np.flatnonzero(~flags)
+    if not len(keep):
+        raise ValueError(f"the pair checks flag every pair of {data}: nothing to train on")
+    write_corpus(data, out, keep, features)
+    return flags
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="autoassist-filter", description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+        epilog="example: autoassist-filter data-bin/crawl --out data-bin/crawl-filtered")
+    p.add_argument("data", type=Path, help="data directory of scripts/prepare-corpus.sh, with "
+                                           "the feature file of autoassist-features")
+    p.add_argument("--out", required=True, type=Path, help="the filtered data directory to write")
+    p.add_argument("--no-features", action="store_true",
+                   help="do not build features for OUT (enough for --task translation)")
+    return p
+
+
+def cli_main(argv: Optional[Sequence[str]] = None) -> int:
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+                        level=logging.INFO, stream=sys.stdout)
+    try:
+        flags = filter_flagged(args.data, args.out, features=not args.no_features)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"autoassist-filter: error: {err}", file=sys.stderr)
+        return 1
+    print(f"autoassist-filter: kept {int((~flags).sum())} of {len(flags)} training pairs "
+          f"({int(flags.sum())} flagged by the pair checks dropped) -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli_main())

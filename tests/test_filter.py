@@ -1,0 +1,81 @@
+"""autoassist-filter: a prepared corpus without the pairs its pair checks flag (in-process)."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from autoassist_fairseq.features.filter import cli_main
+from autoassist_fairseq.features.store import FeatureStore
+
+
+def _with_flags(tiny_data, tmp_path, rows):
+    """A copy of tiny_data whose pair checks flag at least *rows* (unrelated sides)."""
+    data = tmp_path / "data"
+    shutil.copytree(tiny_data, data)
+    path = data / "train.src-tgt.autoassist.pair-checks.npy"
+    checks = np.load(path)
+    checks[rows, 2] = 1.0  # a p-value of 1 is over any bar
+    np.save(path, checks)
+    return data, FeatureStore.open(str(data / "train.src-tgt.autoassist")).suspect_pairs()
+
+
+def test_filter_keeps_the_unflagged_pairs_token_for_token(tiny_data, tmp_path, capsys):
+    from fairseq.data import indexed_dataset
+
+    data, suspect = _with_flags(tiny_data, tmp_path, [0, 3, 7])
+    n = len(suspect)
+    (data / "train.kept-lines").write_text("".join(f"{i + 2}\n" for i in range(n)))
+    out = tmp_path / "filtered"
+    assert cli_main([str(data), "--out", str(out)]) == 0
+    keep = np.flatnonzero(~suspect)
+    assert {0, 3, 7} <= set(np.flatnonzero(suspect).tolist()) and 0 < len(keep) < n
+    for lang in ("src", "tgt"):
+        whole = indexed_dataset.make_dataset(str(data / f"train.src-tgt.{lang}"), impl="mmap")
+        kept = indexed_dataset.make_dataset(str(out / f"train.src-tgt.{lang}"), impl="mmap")
+        assert len(kept) == len(keep)
+        assert all(np.array_equal(kept[j], whole[i]) for j, i in enumerate(keep))
+    assert np.loadtxt(out / "train.kept-lines", dtype=int).tolist() == (keep + 2).tolist()
+    # the dictionaries and the valid split are DATA's; features cover the kept pairs
+    assert (out / "dict.tgt.txt").resolve() == (data / "dict.tgt.txt").resolve()
+    assert (out / "valid.src-tgt.src.idx").resolve() == (data / "valid.src-tgt.src.idx").resolve()
+    assert FeatureStore.open(str(out / "train.src-tgt.autoassist")).num_rows == len(keep)
+    assert f"kept {len(keep)} of {n} training pairs ({n - len(keep)} flagged" in capsys.readouterr().out
+    # DATA is left as it was
+    assert len(indexed_dataset.make_dataset(str(data / "train.src-tgt.src"), impl="mmap")) == n
+
+
+def test_filter_without_kept_lines_or_features(tiny_data, tmp_path):
+    data, suspect = _with_flags(tiny_data, tmp_path, [1])
+    out = tmp_path / "filtered"
+    assert cli_main([str(data), "--out", str(out), "--no-features"]) == 0
+    assert not (out / "train.kept-lines").exists()
+    assert not list(out.glob("*.autoassist.json"))
+    assert (out / "train.src-tgt.src.bin").exists()
+
+
+@pytest.mark.parametrize("case, message", [
+    ("same", "--out must differ from DATA"),
+    ("all", "flag every pair"),
+    ("no-checks", "pair"),
+    ("no-data", "no binarised training set"),
+    ("kept-lines", "has 3 lines for"),
+])
+def test_filter_errors_name_the_problem(tiny_data, tmp_path, capsys, case, message):
+    data, suspect = _with_flags(tiny_data, tmp_path, [1])
+    out = tmp_path / "filtered"
+    if case == "same":
+        out = data
+    elif case == "all":
+        _, suspect = _with_flags(tiny_data, tmp_path / "all", list(range(len(suspect))))
+        data = tmp_path / "all" / "data"
+    elif case == "no-checks":
+        (data / "train.src-tgt.autoassist.pair-checks.npy").unlink()
+    elif case == "no-data":
+        data = tmp_path
+    elif case == "kept-lines":
+        (data / "train.kept-lines").write_text("0\n1\n2\n")
+    assert cli_main([str(data), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("autoassist-filter: error: ") and message in err, err
+    assert not (tmp_path / "filtered").exists()  # nothing written
