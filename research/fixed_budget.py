@@ -19,7 +19,10 @@ Arms (ARM@SHARE trains round(SHARE x B) updates, ``--max-update``):
   the ``default`` run at the same share (its "AutoAssist data pass" log lines), which must
   have finished first;
 * a ``--rule NAME="ARGS"``: ``--task autoassist_translation`` plus ARGS, same schedule;
-* ``plain-inverse-sqrt``: the config's own schedule over B (the earlier tables' baseline).
+* ``plain-inverse-sqrt``: the config's own schedule over B (the earlier tables' baseline);
+* ``plain-checked``: ``plain`` on the corpus without the pairs its pair checks flag
+  (``autoassist-filter``, written once to WORK/CORPUS/filtered-data), what a user gets who
+  filters with the checks instead of training AutoAssist.
 
 Every Assistant arm runs in deterministic mode (``--assistant-sync``; ``--async`` leaves
 it off). B: ``--budget-epochs N`` is N epochs of fairseq's batches of the train set
@@ -55,14 +58,14 @@ from research.run_reuse import reusable_run
 DEFAULT_ARMS = "plain@1.0,default@0.7,plain@0.7,random@0.7,default@0.55,default@0.85," \
                "plain-inverse-sqrt@1.0"  # most informative first
 RULE_SHARES = (0.55, 0.7, 0.85)
-PLAIN_ARMS = ("plain", "plain-inverse-sqrt")
+PLAIN_ARMS = ("plain", "plain-inverse-sqrt", "plain-checked")
 SYNC = ["--assistant-sync"]
 
 
 def parse_arms(text, rules=()):
     """'ARM@SHARE,...' -> [(arm, share)], in the order given; a rule named by --rule runs
     at RULE_SHARES after them unless listed here."""
-    known = {"plain", "plain-inverse-sqrt", "default", "random", *rules}
+    known = {*PLAIN_ARMS, "default", "random", *rules}
     arms = []
     for item in filter(None, (s.strip() for s in text.split(","))):
         arm, sep, share = item.partition("@")
@@ -98,7 +101,7 @@ def arm_args(arm, share, seed, ctx, random_rate_text=None):
                               ctx["langs"], keep_epochs=True)
     budget = ["--max-update", str(round(share * ctx["B"]))]
     tokens = schedule_tokens(ctx["tokens"])
-    if arm == "plain":
+    if arm in ("plain", "plain-checked"):
         return build_run_args(tokens, "baseline", seed, save, budget, ctx["extra"], [],
                               ctx["langs"])
     if arm == "random":
@@ -117,7 +120,8 @@ def bleu_signature(ckpt_dir):
 
 
 def run_entry(arm, share, seed, run_dir, ctx, counts, update_freq):
-    """The summary.json entry of a finished run (plus its curve and arguments)."""
+    """The summary.json entry of a finished run (plus its curve and arguments); *counts*:
+    fairseq's batches of the data the run trained on."""
     text = (run_dir / "train.log").read_text()
     records = parse_log(text)
     if arm in PLAIN_ARMS:
@@ -160,11 +164,27 @@ def check_sync_available():
                              "mode): update it, or pass --async to run without it")
 
 
+def filtered_data(ctx):
+    """WORK/CORPUS/filtered-data: the corpus without the pairs its pair checks flag, written
+    by autoassist-filter's code on first use and reused after."""
+    from autoassist_fairseq.features.filter import filter_flagged
+
+    out = ctx["work"] / "filtered-data"
+    if not (out / "done").exists():
+        try:
+            flags = filter_flagged(ctx["data"], out, features=False)
+        except (FileNotFoundError, ValueError) as err:
+            raise BenchmarkError(f"plain-checked: {err}")
+        (out / "done").write_text(f"{int(flags.sum())} of {len(flags)} pairs flagged\n")
+    print(f"[plain-checked] {out}: {(out / 'done').read_text().strip()}, dropped", flush=True)
+    return out
+
+
 def run_seed(seed, plan, ctx):
     """Train (or reuse) every arm of *plan* for *seed*, merging each into the summary."""
     probe = build_run_args(ctx["tokens"], "baseline", seed, ctx["work"], [], ctx["extra"], [],
                            ctx["langs"])
-    counts, update_freq = baseline_batches(ctx["data"], probe, seed)
+    batches = {ctx["data"]: baseline_batches(ctx["data"], probe, seed)}
     for arm, share in plan:
         if arm == "plain-inverse-sqrt" and seed != ctx["seeds"][0]:
             continue  # one seed: the comparison with the earlier tables
@@ -177,6 +197,9 @@ def run_seed(seed, plan, ctx):
             text = source.read_text()
             rates = random_rates(parse_log(text), text)
         args = arm_args(arm, share, seed, ctx, rates)
+        data = filtered_data(ctx) if arm == "plain-checked" else ctx["data"]
+        if data not in batches:
+            batches[data] = baseline_batches(data, probe, seed)
         run_dir = ctx["work"] / run_name(arm, share, seed)
         if arm == "plain-inverse-sqrt" and ctx["inverse_sqrt_run"]:
             if not reusable_run(ctx["inverse_sqrt_run"], ctx["data"], args):
@@ -186,8 +209,8 @@ def run_seed(seed, plan, ctx):
             run_dir = ctx["inverse_sqrt_run"]
             print(f"[{run_dir.name}] reusing {run_dir}", flush=True)
         else:
-            run_training(run_dir.name, ctx["data"], args, ctx["work"])
-        entry, curve = run_entry(arm, share, seed, run_dir, ctx, counts, update_freq)
+            run_training(run_dir.name, data, args, ctx["work"])
+        entry, curve = run_entry(arm, share, seed, run_dir, ctx, *batches[data])
         report.record_run(ctx["results"], run_name(arm, share, seed), entry, args, curve)
         print(f"[{run_dir.name}] valid loss {entry['valid_loss']} (reducible "
               f"{entry['valid_reducible_loss']}), BLEU {entry['bleu']}, Boss tokens "
@@ -239,7 +262,7 @@ def main(argv=None):
     tokens = read_args_file(find_config(a.config))
     extra = shlex.split(a.extra_args)
     rules = dict(a.rule)
-    taken = {"plain", "plain-inverse-sqrt", "default", "random"} & set(rules)
+    taken = {*PLAIN_ARMS, "default", "random"} & set(rules)
     if taken:
         raise BenchmarkError(f"--rule {sorted(taken)}: the name is an arm's; choose another")
     plan = parse_arms(a.arms, rules)

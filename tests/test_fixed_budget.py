@@ -211,7 +211,7 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
     config.write_text(" ".join(CONFIG) + "\n")
     cmd = [sys.executable, "-m", "research.fixed_budget", "--data", tiny_data,
            "--config", config, "--corpus", "multi30k", "--work", tmp_path / "work",
-           "--budget-updates", "12", "--arms", "default@0.5,random@0.5",
+           "--budget-updates", "12", "--arms", "default@0.5,random@0.5,plain-checked@0.5",
            "--skip-bleu", "--results", tmp_path / "results",
            "--extra-args", "--log-interval 2", "--assistant-args", "--assistant-window 256"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -219,7 +219,8 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
                           cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = json.loads((tmp_path / "results" / "summary.json").read_text())
-    assert {(r["arm"], r["budget_share"]) for r in rows} == {("default", 0.5), ("random", 0.5)}
+    assert {(r["arm"], r["budget_share"]) for r in rows} == {
+        ("default", 0.5), ("random", 0.5), ("plain-checked", 0.5)}
     for r in rows:
         assert r["valid_reducible_loss"] < r["valid_loss"] and r["boss_tokens"] > 0
         assert r["updates"] == round(12 * r["budget_share"])
@@ -231,9 +232,17 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
                                                    "train.log").read_text()
     assert "Fixed-budget comparisons" in (tmp_path / "results" / "README.md").read_text()
     assert (tmp_path / "results" / "curves-multi30k.png").stat().st_size > 0
+    # plain-checked: plain fairseq on the pairs the checks do not flag, written once
+    from autoassist_fairseq.features.store import FeatureStore
+    flagged = int(FeatureStore.open(str(tiny_data / "train.src-tgt.autoassist")).suspect_pairs().sum())
+    assert flagged > 0
+    filtered = work / "filtered-data"
+    assert (filtered / "done").read_text().startswith(f"{flagged} of ")
+    filtered_log = (work / "plain-checked-0.50B-s1" / "train.log").read_text()
+    assert "--task translation" in filtered_log and str(filtered) in filtered_log
     # rerunning the command reuses every finished run
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=200, env=env,
                           cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert proc.stdout.count("finished before: reusing") == 2, proc.stdout
+    assert proc.stdout.count("finished before: reusing") == 3, proc.stdout
     assert json.loads((tmp_path / "results" / "summary.json").read_text()) == rows
