@@ -48,6 +48,12 @@ def test_filter_keeps_the_unflagged_pairs_token_for_token(tiny_data, tmp_path, c
 def test_filter_without_kept_lines_or_features(tiny_data, tmp_path):
     data, suspect = _with_flags(tiny_data, tmp_path, [1])
     out = tmp_path / "filtered"
+    (data / "train.kept-lines").write_text("".join(f"{i}\n" for i in range(len(suspect))))
+    assert cli_main([str(data), "--out", str(out)]) == 0
+    assert (out / "train.kept-lines").exists() and list(out.glob("*.autoassist.json"))
+    # again into the same OUT, from a DATA without kept-lines, without features: nothing
+    # of the first output that would describe other pairs is left
+    (data / "train.kept-lines").unlink()
     assert cli_main([str(data), "--out", str(out), "--no-features"]) == 0
     assert not (out / "train.kept-lines").exists()
     assert not list(out.glob("*.autoassist.json"))

@@ -101,6 +101,12 @@ def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True)
         for i in keep:
             builder.add_item(torch.as_tensor(side[int(i)]))
         builder.finalize(indexed_dataset.index_file_path(prefix))
+    # files of an earlier output in OUT that would describe other pairs go
+    stale = [] if features else list(out.glob(f"train.{src}-{tgt}.autoassist.*"))
+    if kept is None:
+        stale.append(out / "train.kept-lines")
+    for path in stale:
+        path.unlink(missing_ok=True)
     if kept is not None:
         np.savetxt(out / "train.kept-lines", kept[keep], fmt="%d")
     if features:
