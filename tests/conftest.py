@@ -71,9 +71,10 @@ def random_skip_run(train_data, tmp_path_factory):
 # start last while the other worker idles; the durations behind this order are in
 # docs/test-durations.md.
 SHARED_RUNS = ("paper_run", "random_skip_run")
-LONGEST_FIRST = ("test_benchmark.py", "test_task_train.py", "test_prepare.py",
-                 "test_distributed.py", "test_faults.py", "test_benchmark_arms.py",
-                 "test_pair_checks.py", "test_process.py")
+LONGEST_FIRST = ("test_task_train.py", "test_benchmark.py", "test_prepare.py",
+                 "test_distributed.py", "test_gpu_check.py", "test_evaluate.py",
+                 "test_benchmark_arms.py", "test_fixed_budget.py", "test_process.py",
+                 "test_configs.py", "test_faults.py")
 
 # the "slow" mark (-m "not slow": a quick lane while developing; CI runs everything): a
 # test that reads a prepared corpus or a training run, or one of these, which train or

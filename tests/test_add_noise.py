@@ -1,13 +1,13 @@
 """research/add_noise.py: seeded, exact shares, labels that say what was done, clear errors."""
 
 import json
-import subprocess
 import sys
 from collections import Counter
 
 import pytest
 
 from research import add_noise
+import warm
 from utils import REPO
 
 N = 2000
@@ -23,9 +23,9 @@ def _corpus(tmp_path):
 
 
 def _run(tmp_path, *args, out="noisy/train"):
-    return subprocess.run([sys.executable, "-m", "research.add_noise", "--src", "en", "--tgt",
-                           "de", "--train", tmp_path / "train", "--out", tmp_path / out, *args],
-                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    return warm.run([sys.executable, "-m", "research.add_noise", "--src", "en", "--tgt",
+                     "de", "--train", tmp_path / "train", "--out", tmp_path / out, *args],
+                    capture_output=True, text=True, timeout=60, cwd=REPO)
 
 
 def test_labels_match_the_corruption_and_the_shares(tmp_path):

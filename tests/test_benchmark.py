@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import warm
 from utils import REPO, TINY_TRANSFORMER, children, running
 
 from research.bench import BenchmarkError, budgets, cli, flags, logs, metrics, report, runs
@@ -128,7 +129,7 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1")
 
     def benchmark_run(*flags, timeout=300):
-        return subprocess.run(
+        return warm.run(
             [*BENCH, "--data", tiny_data, "--config",
              config, "--out", out, "--max-epoch", "2", "--validations", "4", "--extra-args",
              "--log-interval 5", *flags], capture_output=True, text=True, cwd=REPO, timeout=timeout,
@@ -221,7 +222,7 @@ def _with_test_split(data, root):
 
 
 def test_skip_bleu_and_bleu_kept_exclude_each_other(tiny_data, tmp_path):
-    proc = subprocess.run(
+    proc = warm.run(
         [*BENCH, "--data", tiny_data, "--config",
          _tiny_config(tmp_path), "--out", tmp_path / "out", "--max-epoch", "1",
          "--skip-bleu", "--bleu-kept"], capture_output=True, text=True, cwd=REPO, timeout=60)
@@ -342,10 +343,10 @@ def test_language_pair_comes_from_the_data(tmp_path):
 
 def test_bad_command_lines_are_clear_errors(tiny_data, tmp_path):
     def bench(*args):
-        return subprocess.run([*BENCH, "--data",
-                               tiny_data, "--config", _tiny_config(tmp_path), "--out",
-                               tmp_path / "o", *args], capture_output=True, text=True, cwd=REPO,
-                              timeout=60)
+        return warm.run([*BENCH, "--data",
+                         tiny_data, "--config", _tiny_config(tmp_path), "--out",
+                         tmp_path / "o", *args], capture_output=True, text=True, cwd=REPO,
+                        timeout=60)
     proc = bench("--arm", "bad name=--lr 1")
     assert proc.returncode == 2 and "expected NAME=" in proc.stderr
     proc = bench("--max-epoch", "1", "--arm", "random2=--lr 1")
@@ -354,8 +355,8 @@ def test_bad_command_lines_are_clear_errors(tiny_data, tmp_path):
     assert proc.returncode == 1 and "nope not found" in proc.stderr
     proc = bench("--budget-tokens", "-5")
     assert proc.returncode == 1 and "must be > 0" in proc.stderr
-    assert "example" in subprocess.run([*BENCH, "--help"], capture_output=True, text=True,
-                                        cwd=REPO).stdout
+    assert "example" in warm.run([*BENCH, "--help"], capture_output=True, text=True,
+                                  cwd=REPO).stdout
 
 
 def test_loss_at_tokens_interpolates_between_validations():
@@ -373,7 +374,7 @@ def test_benchmark_assistant_measures_every_part(tiny_data, tmp_path, source):
     cmd += ["--pairs", "3000"] if source == "generated" else [
         "--data", tiny_data, "-s", "src", "-t", "tgt"]
     before = {p.name: p.stat().st_mtime_ns for p in Path(tiny_data).iterdir()}
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = warm.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # the data directory is left as it was (features are built in a temporary one)
     assert {p.name: p.stat().st_mtime_ns for p in Path(tiny_data).iterdir()} == before
@@ -423,7 +424,7 @@ def test_sigterm_stops_the_training_it_started(tiny_data, tmp_path):
 
 def test_benchmark_overhead_alternates_both_tasks(tiny_data, tmp_path):
     out, work = tmp_path / "overhead.json", tmp_path / "work"
-    proc = subprocess.run(
+    proc = warm.run(
         [sys.executable, "-m", "research.benchmark_overhead", "--data", tiny_data,
          "--config", _tiny_config(tmp_path), "--out", out, "--updates", "20", "--repeats", "2",
          "--work", work], capture_output=True, text=True, cwd=REPO, timeout=600,
@@ -451,9 +452,9 @@ def test_benchmark_overhead_alternates_both_tasks(tiny_data, tmp_path):
     assert res["machine"]["processor"] and 0 <= res["other_cpu_share_max"] <= 1
     low, high = res["ratio_interval95"]  # around the paired ratios' geometric mean
     assert low < float(np.exp(np.log(res["ratio_per_repeat"]).mean())) < high
-    bad = subprocess.run([sys.executable, "-m", "research.benchmark_overhead", "--data",
-                          tiny_data, "--config", _tiny_config(tmp_path), "--out", out,
-                          "--updates", "0"], capture_output=True, text=True, cwd=REPO, timeout=60)
+    bad = warm.run([sys.executable, "-m", "research.benchmark_overhead", "--data",
+                    tiny_data, "--config", _tiny_config(tmp_path), "--out", out,
+                    "--updates", "0"], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert bad.returncode == 1 and "--updates 0" in bad.stderr
 
 

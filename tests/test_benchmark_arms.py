@@ -3,11 +3,11 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+import warm
 from utils import REPO, TINY_TRANSFORMER
 
 CONFIG = TINY_TRANSFORMER + [
@@ -31,7 +31,7 @@ def test_an_extra_arm_and_the_noise_report(tiny_data, tmp_path):
     config = tmp_path / "tiny.args"
     config.write_text(" ".join(CONFIG).replace(" --", "\n--") + "\n")
     out = tmp_path / "out"
-    proc = subprocess.run(
+    proc = warm.run(
         [sys.executable, "-m", "research.bench", "--data", data, "--config", config,
          "--out", out, "--max-update", "20", "--validations", "0", "--skip-bleu", "--no-random",
          "--autoassist-args", "--assistant-window 256",

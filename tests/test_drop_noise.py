@@ -3,12 +3,12 @@ its comparison against another benchmark's baseline."""
 
 import json
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+import warm
 from utils import REPO
 
 from research import compare_results
@@ -28,8 +28,8 @@ def _noisy_copy(tiny_data, tmp_path):
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, "-m", "research.drop_noise", *map(str, args)],
-                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    return warm.run([sys.executable, "-m", "research.drop_noise", *map(str, args)],
+                    capture_output=True, text=True, timeout=120, cwd=REPO)
 
 
 def test_only_the_clean_pairs_are_kept_token_for_token(tiny_data, tmp_path):
@@ -140,16 +140,16 @@ def test_arms_are_compared_with_the_other_benchmarks_baseline_of_their_seed(tmp_
     assert "| 1 | baseline | 0.000M" in compare_results.markdown(table)
     for name, results in (("base", base), ("run", run)):
         (tmp_path / f"{name}.json").write_text(json.dumps(results))
-    proc = subprocess.run([sys.executable, "-m", "research.compare_results", "--base",
-                           tmp_path / "base.json", "--run", tmp_path / "run.json", "--out",
-                           tmp_path / "c.json"], capture_output=True, text=True, timeout=60,
-                          cwd=REPO)
+    proc = warm.run([sys.executable, "-m", "research.compare_results", "--base",
+                     tmp_path / "base.json", "--run", tmp_path / "run.json", "--out",
+                     tmp_path / "c.json"], capture_output=True, text=True, timeout=60,
+                    cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     saved = json.loads((tmp_path / "c.json").read_text())
     assert saved["seeds"]["1"]["baseline"]["tokens_to_target_loss_ratio"] == pytest.approx(0.7)
     run["curves"] = {"baseline-s9": run["curves"]["baseline-s1"]}
     (tmp_path / "run.json").write_text(json.dumps(run))
-    proc = subprocess.run([sys.executable, "-m", "research.compare_results", "--base",
-                           tmp_path / "base.json", "--run", tmp_path / "run.json"],
-                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    proc = warm.run([sys.executable, "-m", "research.compare_results", "--base",
+                     tmp_path / "base.json", "--run", tmp_path / "run.json"],
+                    capture_output=True, text=True, timeout=60, cwd=REPO)
     assert proc.returncode != 0 and "no seed of --run has a baseline" in proc.stderr

@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+import warm
 from scripts_helpers import SCRIPTS, make_synthetic_data, run
 from utils import REPO
 
@@ -76,7 +77,6 @@ def test_evaluate_passes_the_sacrebleu_tokenizer(trained):
 def test_copied_outputs_counts_translations_equal_to_their_source(tmp_path):
     """research.copied_outputs: a copy ignores case and end blanks; a near copy is not one;
     a hypothesis file of another length is refused with the reason."""
-    import subprocess
     import sys
 
     from research.copied_outputs import copies
@@ -86,11 +86,11 @@ def test_copied_outputs_counts_translations_equal_to_their_source(tmp_path):
     (tmp_path / "src").write_text("\n".join(src) + "\n")
     (tmp_path / "hyp").write_text("Ein Hund rennt.\ntwo men talk\nA CAT\n")
     (tmp_path / "short").write_text("Ein Hund rennt.\n")
-    proc = subprocess.run([sys.executable, "-m", "research.copied_outputs", "--source",
-                           tmp_path / "src", tmp_path / "hyp"], capture_output=True, text=True,
-                          cwd=REPO, timeout=60)
+    proc = warm.run([sys.executable, "-m", "research.copied_outputs", "--source",
+                     tmp_path / "src", tmp_path / "hyp"], capture_output=True, text=True,
+                    cwd=REPO, timeout=60)
     assert proc.returncode == 0 and "2 of 3 copy their source (66.7%)" in proc.stdout, proc
-    proc = subprocess.run([sys.executable, "-m", "research.copied_outputs", "--source",
-                           tmp_path / "src", tmp_path / "short"], capture_output=True, text=True,
-                          cwd=REPO, timeout=60)
+    proc = warm.run([sys.executable, "-m", "research.copied_outputs", "--source",
+                     tmp_path / "src", tmp_path / "short"], capture_output=True, text=True,
+                    cwd=REPO, timeout=60)
     assert proc.returncode != 0 and "1 hypotheses for 3 source lines" in proc.stderr

@@ -4,11 +4,11 @@ the converged budget, and a resumable run of three arms on a tiny corpus."""
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+import warm
 from utils import REPO, TINY_TRANSFORMER
 
 from research import fixed_budget, merge_run, run_reuse
@@ -215,8 +215,8 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
            "--skip-bleu", "--results", tmp_path / "results",
            "--extra-args", "--log-interval 2", "--assistant-args", "--assistant-window 256"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env,
-                          cwd=REPO)
+    proc = warm.run(cmd, capture_output=True, text=True, timeout=400, env=env,
+                    cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = json.loads((tmp_path / "results" / "summary.json").read_text())
     assert {(r["arm"], r["budget_share"]) for r in rows} == {
@@ -241,8 +241,8 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
     filtered_log = (work / "plain-checked-0.50B-s1" / "train.log").read_text()
     assert "--task translation" in filtered_log and str(filtered) in filtered_log
     # rerunning the command reuses every finished run
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=200, env=env,
-                          cwd=REPO)
+    proc = warm.run(cmd, capture_output=True, text=True, timeout=200, env=env,
+                    cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.count("finished before: reusing") == 3, proc.stdout
     assert json.loads((tmp_path / "results" / "summary.json").read_text()) == rows

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+import warm
+
 REPO = Path(__file__).resolve().parents[1]
 USER_DIR = str(REPO / "autoassist_fairseq")
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -38,11 +40,13 @@ def write_parallel(out_dir, split, n_pairs, seed=0, vocab=40, src="src", tgt="tg
 
 
 def run(cmd, timeout=600, check=True, **kwargs):
-    """Run a command of the venv; on failure show its output."""
-    if cmd[0] in ("fairseq-train", "fairseq-preprocess", "fairseq-generate", "autoassist-features"):
-        cmd = [str(BIN / cmd[0])] + list(cmd[1:])
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
-                          **kwargs)
+    """Run a command of the venv (a console script or ``python [-m] ...``: forked warm,
+    tests/warm.py; anything else with subprocess); on failure show its output."""
+    cmd = [str(c) for c in cmd]
+    if warm.startable(cmd):
+        proc = warm.run(cmd, timeout=timeout, **kwargs)
+    else:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kwargs)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
                              f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")

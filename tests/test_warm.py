@@ -1,0 +1,59 @@
+"""tests/warm.py, the forked start of the suite's commands: each command still gets a process
+of its own, with its own exit code, output, environment and working directory, and a
+timeout leaves nothing running."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import warm
+from utils import running
+
+
+def test_a_python_script_runs_in_its_own_process(tmp_path):
+    script = tmp_path / "tool.py"
+    script.write_text("import os, sys\n"
+                      "print(os.getcwd(), os.environ.get('WARM_TEST'), *sys.argv[1:], os.getpid())\n"
+                      "print('to stderr', file=sys.stderr)\n"
+                      "sys.exit(3)\n")
+    proc = warm.run([sys.executable, script, "a", "b"], cwd=tmp_path, env={"WARM_TEST": "set"})
+    assert proc.returncode == 3 and proc.stderr == "to stderr\n"
+    cwd, value, a, b, pid = proc.stdout.split()
+    assert (cwd, value, a, b) == (str(tmp_path), "set", "a", "b") and int(pid) != os.getpid()
+    again = warm.run([sys.executable, script], env={})
+    assert again.stdout.split()[1] == "None"  # the environment given, not the test's
+    assert again.stdout.split()[-1] != pid  # a new process each time
+
+
+def test_an_uncaught_exception_fails_the_command(tmp_path):
+    script = tmp_path / "fails.py"
+    script.write_text("raise ValueError('named problem')\n")
+    proc = warm.run([sys.executable, script])
+    assert proc.returncode == 1 and "ValueError: named problem" in proc.stderr
+
+
+def test_fairseq_commands_start_without_this_package(tmp_path):
+    """The server imports fairseq but not the plugin: without --user-dir the task is unknown,
+    as in a fresh fairseq-train."""
+    proc = warm.run(["fairseq-train", tmp_path, "--task", "autoassist_translation",
+                     "--arch", "transformer", "--cpu", "--save-dir", tmp_path])
+    assert proc.returncode != 0 and "invalid choice: 'autoassist_translation'" in proc.stderr
+
+
+def test_a_timeout_kills_the_command(tmp_path):
+    script = tmp_path / "hangs.py"
+    pid_file = tmp_path / "pid"
+    script.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                      "time.sleep(600)\n")
+    with pytest.raises(subprocess.TimeoutExpired):
+        warm.run([sys.executable, script], timeout=3)
+    assert not running(int(pid_file.read_text()))
+
+
+def test_other_commands_are_refused():
+    assert not warm.startable(["bash", "-c", "true"])
+    assert not warm.startable([sys.executable, "-c", "pass"])
+    with pytest.raises(AssertionError, match="not a console script"):
+        warm.run(["bash", "-c", "true"])
