@@ -3,8 +3,10 @@ of its own, with its own exit code, output, environment and working directory, a
 timeout leaves nothing running."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -50,6 +52,34 @@ def test_a_timeout_kills_the_command(tmp_path):
     with pytest.raises(subprocess.TimeoutExpired):
         warm.run([sys.executable, script], timeout=3)
     assert not running(int(pid_file.read_text()))
+
+
+def test_an_interrupted_test_leaves_nothing_running(tmp_path):
+    """An exception in the test while the command runs (Ctrl-C's KeyboardInterrupt, here
+    one raised by an alarm) ends the command and its children."""
+    script = tmp_path / "hangs.py"
+    pid_file = tmp_path / "pid"
+    script.write_text("import os, subprocess, sys, time\n"
+                      "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+                      f"open({str(pid_file)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+                      "time.sleep(600)\n")
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.alarm(3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            warm.run([sys.executable, script], timeout=60)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    pids = [int(p) for p in pid_file.read_text().split()]
+    deadline = time.monotonic() + 5
+    while any(running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(running(p) for p in pids)
 
 
 def test_other_commands_are_refused():

@@ -10,6 +10,7 @@ server process that imported those modules once per pytest worker. Tests that se
 to a command or read its process tree start it with ``subprocess`` instead.
 """
 
+import multiprocessing as mp
 import os
 import runpy
 import signal
@@ -17,8 +18,6 @@ import subprocess
 import sys
 import tempfile
 from importlib.metadata import entry_points
-
-import multiprocessing as mp
 
 # what the server imports once: what a fairseq command imports before its first step. Not
 # this package: a command that leaves out --user-dir must find the task unregistered.
@@ -87,13 +86,19 @@ def run(cmd, timeout=600, env=None, cwd=None, capture_output=True, text=True):
         proc = _server().Process(target=_child, args=(
             cmd, out, err, dict(os.environ if env is None else env), cwd or os.getcwd()))
         proc.start()
-        proc.join(timeout)
-        if proc.exitcode is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.join()
+        try:
+            proc.join(timeout)
+            timed_out = proc.exitcode is None
+        finally:
+            # timed out, or the test was interrupted (Ctrl-C does not reach the command's
+            # own session): the command and its children end with it
+            if proc.exitcode is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.join()
+        if timed_out:
             raise subprocess.TimeoutExpired(cmd, timeout)
         with open(out) as f_out, open(err) as f_err:
             return subprocess.CompletedProcess(cmd, proc.exitcode, f_out.read(), f_err.read())
