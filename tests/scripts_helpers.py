@@ -2,7 +2,6 @@
 
 import importlib.util
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -40,12 +39,8 @@ def run(cmd, timeout=600, check=True, **kwargs):
     cmd = [str(c) for c in cmd]
     if cmd[0].endswith(".sh"):
         cmd = ["bash"] + cmd
-    env = kwargs.pop("env", script_env())
-    if warm.startable(cmd):
-        proc = warm.run(cmd, timeout=timeout, env=env, **kwargs)
-    else:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                              **kwargs)
+    proc = warm.run_command(cmd, timeout=timeout, env=kwargs.pop("env", script_env()),
+                            **kwargs)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
                              f"{proc.stdout[-5000:]}\n{proc.stderr[-5000:]}")

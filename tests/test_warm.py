@@ -82,8 +82,10 @@ def test_an_interrupted_test_leaves_nothing_running(tmp_path):
     assert not any(running(p) for p in pids)
 
 
-def test_other_commands_are_refused():
+def test_other_commands_are_refused_here_and_run_with_subprocess():
     assert not warm.startable(["bash", "-c", "true"])
     assert not warm.startable([sys.executable, "-c", "pass"])
     with pytest.raises(AssertionError, match="not a console script"):
         warm.run(["bash", "-c", "true"])
+    proc = warm.run_command(["bash", "-c", "echo started by subprocess; exit 4"])
+    assert proc.returncode == 4 and proc.stdout == "started by subprocess\n"

@@ -1,7 +1,6 @@
 """Shared helpers: tiny corpora, binarised with fairseq-preprocess, with features."""
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -43,10 +42,7 @@ def run(cmd, timeout=600, check=True, **kwargs):
     """Run a command of the venv (a console script or ``python [-m] ...``: forked warm,
     tests/warm.py; anything else with subprocess); on failure show its output."""
     cmd = [str(c) for c in cmd]
-    if warm.startable(cmd):
-        proc = warm.run(cmd, timeout=timeout, **kwargs)
-    else:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kwargs)
+    proc = warm.run_command(cmd, timeout=timeout, **kwargs)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
                              f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")

@@ -10,6 +10,7 @@ server process that imported those modules once per pytest worker. Tests that se
 to a command or read its process tree start it with ``subprocess`` instead.
 """
 
+import functools
 import multiprocessing as mp
 import os
 import runpy
@@ -35,10 +36,12 @@ def _server():
     return _context
 
 
+@functools.lru_cache(maxsize=None)
 def _console_script(name):
-    """The entry-point function behind an installed console script, or None."""
+    """The entry point of an installed console script (not loaded: the test process need not
+    import what the command imports), or None."""
     found = entry_points(group="console_scripts", name=name)
-    return next(iter(found)).load() if found else None
+    return next(iter(found)) if found else None
 
 
 def _child(argv, out_path, err_path, env, cwd):
@@ -63,7 +66,7 @@ def _child(argv, out_path, err_path, env, cwd):
             runpy.run_path(argv[1], run_name="__main__")
         return
     sys.argv = [name, *argv[1:]]
-    sys.exit(_console_script(name)())
+    sys.exit(_console_script(name).load()())
 
 
 def startable(cmd):
@@ -102,3 +105,12 @@ def run(cmd, timeout=600, env=None, cwd=None, capture_output=True, text=True):
             raise subprocess.TimeoutExpired(cmd, timeout)
         with open(out) as f_out, open(err) as f_err:
             return subprocess.CompletedProcess(cmd, proc.exitcode, f_out.read(), f_err.read())
+
+
+def run_command(cmd, timeout=600, **kwargs):
+    """Any command with its output captured as text: forked here when :func:`startable`,
+    else with ``subprocess.run``."""
+    cmd = [str(c) for c in cmd]
+    if startable(cmd):
+        return run(cmd, timeout=timeout, **kwargs)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kwargs)
