@@ -42,3 +42,62 @@ def test_cpu_dry_run_writes_a_passing_summary(tmp_path):
     # one PASS/FAIL/SKIP line per step on the console
     assert sum(line.startswith("[check] ") and line.split()[1] in ("PASS", "FAIL", "SKIP")
                for line in proc.stdout.splitlines()) == len(steps)
+
+
+# What the H100 printed (docs/results/gpu/): the error raised, then a C++ terminate at exit.
+KILLED_ERROR_OUT = ("autoassist_fairseq.transport.process.AssistantDied: the Assistant process "
+                    "died: it was killed by SIGKILL (the OOM killer?) without a traceback\n"
+                    "terminate called without an active exception\n")
+UNIFORM_OUT = ("WARNING | the Assistant process died: it was killed by SIGKILL\n"
+               "--assistant-fallback uniform: continuing this run on uniform batches\n"
+               "| fairseq_cli.train | done training in 19.1 seconds\n")
+
+
+def test_kill_verdict_fails_a_run_that_ends_by_a_signal():
+    sys.path.insert(0, str(REPO))
+    from research.gpu.check_runs import kill_verdict
+
+    assert kill_verdict("error", 1, KILLED_ERROR_OUT, 1.1, []) == ("PASS", "")
+    status, reason = kill_verdict("error", -6, KILLED_ERROR_OUT, 1.1, [])
+    assert status == "FAIL" and "signal 6 (SIGABRT)" in reason
+    assert kill_verdict("error", 1, KILLED_ERROR_OUT, 12.0, [])[0] == "FAIL"
+    assert kill_verdict("error", 1, "Traceback: ValueError\n", 1.0, [])[0] == "FAIL"
+    assert kill_verdict("uniform", 0, UNIFORM_OUT, 18.0, []) == ("PASS", "")
+    status, reason = kill_verdict("uniform", -6, UNIFORM_OUT, 18.0, [])
+    assert status == "FAIL" and "trained to its end" in reason and "SIGABRT" in reason
+    assert kill_verdict("uniform", 0, UNIFORM_OUT.replace("done training", ""), 9, [])[0] \
+        == "FAIL"
+    assert kill_verdict("uniform", 0, UNIFORM_OUT, 18.0, [1234])[0] == "FAIL"
+
+
+def test_fixed_budget_on_a_gpu_runs_each_arm_without_cpu(tiny_data, tmp_path):
+    """research/gpu/fixed_budget.sh: one research.fixed_budget process per item, the config's
+    --cpu and the tools' own dropped, an item's arms one after the other, all packed."""
+    import tarfile
+
+    tgz = tmp_path / "data.tgz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        for path in tiny_data.iterdir():
+            tar.add(path, arcname=path.name)
+    out, work = tmp_path / "out", tmp_path / "work"
+    proc = subprocess.run(
+        ["bash", "research/gpu/fixed_budget.sh", "--no-install", "--data-tgz", str(tgz),
+         "--corpus", "tiny", "--budget-updates", "20", "--config", "demo/transformer_tiny",
+         "--arms", "plain@1.0,default@0.5+random@0.5", "--work", str(work), "--out", str(out),
+         "--deadline", "200", "--", "--dry-run"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHON=sys.executable))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with tarfile.open(out / "runs.tgz") as tar:
+        logs = {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()
+                if m.name.startswith("console/arms-")}
+    assert sorted(logs) == ["console/arms-default_0.5_random_0.5.log",
+                            "console/arms-plain_1.0.log"]
+    plain = logs["console/arms-plain_1.0.log"]
+    both = logs["console/arms-default_0.5_random_0.5.log"]
+    commands = [line for text in logs.values() for line in text.splitlines()
+                if line.startswith(("plain-", "default-", "random-"))]
+    assert [c.split(":")[0] for c in commands if c.startswith("plain-")] == ["plain-1.00B-s1"]
+    assert both.index("default-0.50B-s1:") < both.index("random-0.50B-s1:")
+    assert len(commands) == 3 and not any("--cpu" in c.split() for c in commands), commands
+    assert "--max-update 20" in plain

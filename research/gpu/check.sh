@@ -9,7 +9,7 @@ usage() {
     cat <<EOF
 Usage: bash research/gpu/check.sh [--cpu-dry-run] [--steps all|core|perf|NAME,...]
                                  [--out DIR] [--wheelhouse DIR] [--no-install] [--work DIR]
-                                 [--time-limit S]
+                                 [--time-limit S] [--install-only]
 
 Run from the repository root of a machine with one CUDA GPU, torch and no fairseq, with
 the folder built by research/gpu/build-wheelhouse.sh beside it (gpu-wheelhouse/):
@@ -39,6 +39,8 @@ Options:
   --work DIR        runs, corpus and venv (default: /tmp/autoassist-gpu-check)
   --time-limit S    seconds for the whole command; steps not started by then SKIP
                     (default: 570 on a GPU, none for --cpu-dry-run)
+  --install-only    stop after step 1 (the environment in WORK/venv, its imports checked),
+                    for commands that run other work with it (research/gpu/fixed_budget.sh)
   -h, --help        print this help and exit
 
 Settings: PYTHON, the interpreter that holds torch (default python3).
@@ -46,7 +48,7 @@ EOF
 }
 
 DRY=0; STEPS=all; OUT_DIR="${OUT:-$PWD/gpu-check-out}"; WHEELHOUSE="$REPO_ROOT/gpu-wheelhouse"
-INSTALL=1; WORK=/tmp/autoassist-gpu-check; LIMIT=""
+INSTALL=1; WORK=/tmp/autoassist-gpu-check; LIMIT=""; INSTALL_ONLY=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --cpu-dry-run) DRY=1; shift ;;
@@ -56,6 +58,7 @@ while [[ $# -gt 0 ]]; do
         --no-install) INSTALL=0; shift ;;
         --work) WORK="$2"; shift 2 ;;
         --time-limit) LIMIT="$2"; shift 2 ;;
+        --install-only) INSTALL_ONLY=1; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -105,6 +108,7 @@ MODULES="torch fairseq fairseq.data.data_utils_fast autoassist_fairseq hydra ome
 missing = [m for m in sys.argv[1:] if not importlib.util.find_spec(m.split('.')[0]) or not importlib.import_module(m)]
 sys.exit(f'missing modules: {missing}' if missing else 0)" $MODULES \
     || die "$PY cannot import what the check needs (above): carry the wheels (research/gpu/build-wheelhouse.sh)"
+if [[ $INSTALL_ONLY == 1 ]]; then log "environment ready: $PY"; exit 0; fi
 
 # 2. Corpus --------------------------------------------------------------------------------
 if [[ $DRY == 1 ]]; then

@@ -179,16 +179,36 @@ def kill_assistant_during(ctx, name, flags):
     if left:
         os.killpg(run.pid, signal.SIGKILL)
     fig = {"exit": run.returncode, "seconds_after_kill": round(seconds, 1), "left": left}
-    out = run.output
+    status, reason = kill_verdict(fallback, run.returncode, run.output, seconds, left)
+    return status, reason, fig
+
+
+def kill_verdict(fallback, returncode, out, seconds, left):
+    """(status, reason) of a run whose Assistant was killed, by the fallback's rule."""
     if left:
-        return "FAIL", f"processes left behind: {left}", fig
+        return "FAIL", f"processes left behind: {left}"
+    # a negative exit is a signal: the process died (e.g. SIGABRT from a C++ terminate at
+    # interpreter exit) instead of ending with its error or its result
+    died = (f"the process ended by signal {-returncode} ({_signal_name(-returncode)}) "
+            "instead of exiting" if returncode is not None and returncode < 0 else "")
     if fallback == "error":
-        if run.returncode == 0 or "Assistant process died" not in out or "SIGKILL" not in out:
-            return "FAIL", "the run did not stop with the Assistant's death as its cause", fig
+        if returncode == 0 or "Assistant process died" not in out or "SIGKILL" not in out:
+            return "FAIL", "the run did not stop with the Assistant's death as its cause"
         if seconds > 10:
-            return "FAIL", f"the run stopped {seconds:.0f}s after the kill (goal: ~1 s)", fig
-        return "PASS", "", fig
-    if run.returncode != 0 or "continuing this run on uniform batches" not in out \
-            or "done training" not in out:
-        return "FAIL", "the run did not continue on uniform batches to its end", fig
-    return "PASS", "", fig
+            return "FAIL", f"the run stopped {seconds:.0f}s after the kill (goal: ~1 s)"
+        if died:
+            return "FAIL", f"the error was raised, but {died} with it"
+        return "PASS", ""
+    if "continuing this run on uniform batches" not in out or "done training" not in out:
+        return "FAIL", "the run did not continue on uniform batches to its end"
+    if returncode != 0:
+        return "FAIL", (f"it trained to its end on uniform batches, but {died}" if died
+                        else f"it trained to its end, but exited with {returncode}")
+    return "PASS", ""
+
+
+def _signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"

@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
-"""Run research.bench or research.benchmark_overhead on a GPU.
+"""Run research.bench, research.benchmark_overhead or research.fixed_budget on a GPU.
 
-    python -m research.gpu.run_benchmark {benchmark,overhead} [--gpu] ARGS...
+    python -m research.gpu.run_benchmark {benchmark,overhead,fixed_budget} [--gpu] ARGS...
 
-Both add ``--cpu`` to every run they start (their figures so far come from CPU
+They add ``--cpu`` to every run they start (their figures so far come from CPU
 machines). With ``--gpu`` this wrapper leaves that flag out, so that the runs train on the
 GPU; the config named by ``--config`` must then not hold ``--cpu`` either. Without
 ``--gpu`` they run as they are. ARGS are their own (see their --help).
 """
 
+import signal
 import sys
 
 from research.bench import BenchmarkError, flags
 
 
 def main(argv):
-    if not argv or argv[0] not in ("benchmark", "overhead"):
+    if not argv or argv[0] not in ("benchmark", "overhead", "fixed_budget"):
         print(__doc__.strip())
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     which, args = argv[0], argv[1:]
@@ -31,6 +32,13 @@ def main(argv):
 
         sys.argv = ["python -m research.bench"] + args
         bench_main(args)
+        return 0
+    if which == "fixed_budget":
+        from research.fixed_budget import _terminate, main as fixed_budget_main
+
+        signal.signal(signal.SIGTERM, _terminate)  # unwinds run_training, which stops its child
+        sys.argv = ["python -m research.fixed_budget"] + args
+        fixed_budget_main(args)
         return 0
     from research.benchmark_overhead import main as overhead_main
 
