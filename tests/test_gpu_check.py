@@ -83,7 +83,8 @@ def test_fixed_budget_on_a_gpu_runs_each_arm_without_cpu(tiny_data, tmp_path):
     proc = subprocess.run(
         ["bash", "research/gpu/fixed_budget.sh", "--no-install", "--data-tgz", str(tgz),
          "--corpus", "tiny", "--budget-updates", "20", "--config", "demo/transformer_tiny",
-         "--arms", "plain@1.0,default@0.5+random@0.5", "--work", str(work), "--out", str(out),
+         "--arms", "plain@1.0,default@0.5+random@0.5", "--seed", "1 2", "--work", str(work),
+         "--out", str(out),
          "--deadline", "200", "--", "--dry-run"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
         env=dict(os.environ, PYTHON=sys.executable))
@@ -91,13 +92,28 @@ def test_fixed_budget_on_a_gpu_runs_each_arm_without_cpu(tiny_data, tmp_path):
     with tarfile.open(out / "runs.tgz") as tar:
         logs = {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()
                 if m.name.startswith("console/arms-")}
-    assert sorted(logs) == ["console/arms-default_0.5_random_0.5.log",
-                            "console/arms-plain_1.0.log"]
-    plain = logs["console/arms-plain_1.0.log"]
-    both = logs["console/arms-default_0.5_random_0.5.log"]
+    assert sorted(logs) == [f"console/arms-{item}-s{seed}.log" for item in
+                            ("default_0.5_random_0.5", "plain_1.0") for seed in (1, 2)]
+    plain = logs["console/arms-plain_1.0-s1.log"]
+    both = logs["console/arms-default_0.5_random_0.5-s1.log"]
     commands = [line for text in logs.values() for line in text.splitlines()
                 if line.startswith(("plain-", "default-", "random-"))]
-    assert [c.split(":")[0] for c in commands if c.startswith("plain-")] == ["plain-1.00B-s1"]
+    assert sorted(c.split(":")[0] for c in commands if c.startswith("plain-")) \
+        == ["plain-1.00B-s1", "plain-1.00B-s2"]
     assert both.index("default-0.50B-s1:") < both.index("random-0.50B-s1:")
-    assert len(commands) == 3 and not any("--cpu" in c.split() for c in commands), commands
+    assert len(commands) == 6 and not any("--cpu" in c.split() for c in commands), commands
     assert "--max-update 20" in plain
+
+
+def test_cpp_traces_print_every_thread_on_an_abort():
+    """--cpp-traces: a run that aborts prints the C++ stack of each of its threads."""
+    code = ("import os, signal, threading, time\n"
+            "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+            "os.kill(os.getpid(), signal.SIGABRT)\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "research" / "gpu" / "fatal_traces"),
+               PYTHONFAULTHANDLER="1")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == -6
+    assert proc.stderr.count("SIGABRT(6), PID:") >= 2, proc.stderr[-2000:]  # both threads
+    assert "Fatal Python error: Aborted" in proc.stderr  # faulthandler's Python view

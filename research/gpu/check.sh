@@ -10,6 +10,7 @@ usage() {
 Usage: bash research/gpu/check.sh [--cpu-dry-run] [--steps all|core|perf|NAME,...]
                                  [--out DIR] [--wheelhouse DIR] [--no-install] [--work DIR]
                                  [--time-limit S] [--install-only]
+                                 [--cpp-traces]
 
 Run from the repository root of a machine with one CUDA GPU, torch and no fairseq, with
 the folder built by research/gpu/build-wheelhouse.sh beside it (gpu-wheelhouse/):
@@ -39,6 +40,8 @@ Options:
   --work DIR        runs, corpus and venv (default: /tmp/autoassist-gpu-check)
   --time-limit S    seconds for the whole command; steps not started by then SKIP
                     (default: 570 on a GPU, none for --cpu-dry-run)
+  --cpp-traces      the runs print their threads' C++ and Python stacks on a fatal signal
+                    (research/gpu/fatal_traces), to find what aborts a run
   --install-only    stop after step 1 (the environment in WORK/venv, its imports checked),
                     for commands that run other work with it (research/gpu/fixed_budget.sh)
   -h, --help        print this help and exit
@@ -48,7 +51,7 @@ EOF
 }
 
 DRY=0; STEPS=all; OUT_DIR="${OUT:-$PWD/gpu-check-out}"; WHEELHOUSE="$REPO_ROOT/gpu-wheelhouse"
-INSTALL=1; WORK=/tmp/autoassist-gpu-check; LIMIT=""; INSTALL_ONLY=0
+INSTALL=1; WORK=/tmp/autoassist-gpu-check; LIMIT=""; INSTALL_ONLY=0; TRACES=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --cpu-dry-run) DRY=1; shift ;;
@@ -59,6 +62,7 @@ while [[ $# -gt 0 ]]; do
         --work) WORK="$2"; shift 2 ;;
         --time-limit) LIMIT="$2"; shift 2 ;;
         --install-only) INSTALL_ONLY=1; shift ;;
+        --cpp-traces) TRACES=1; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -130,6 +134,7 @@ fi
 # 3. Steps ---------------------------------------------------------------------------------
 ARGS=(--data "$DATA" --out "$OUT_DIR" --work "$WORK/runs" --steps "$STEPS")
 [[ $DRY == 0 ]] || ARGS+=(--cpu-dry-run)
+[[ $TRACES == 0 ]] || ARGS+=(--cpp-traces)
 [[ -z "$LIMIT" ]] || ARGS+=(--time-limit "$(( LIMIT - SECONDS ))")
 cd "$REPO_ROOT"
 exec "$PY" -m research.gpu.check_steps "${ARGS[@]}"

@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+FATAL_TRACES = Path(__file__).resolve().parent / "fatal_traces"  # --cpp-traces
 STEP_TIMEOUT = 900  # seconds, when no --time-limit is nearer
 
 
@@ -23,6 +24,10 @@ class Run:
     @classmethod
     def start(cls, ctx, name, cmd):
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if ctx.get("cpp_traces"):
+            env["PYTHONPATH"] = os.pathsep.join(
+                [str(FATAL_TRACES)] + [p for p in [env.get("PYTHONPATH")] if p])
+            env["PYTHONFAULTHANDLER"] = "1"
         proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env,
                                 start_new_session=True)

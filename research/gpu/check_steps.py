@@ -3,7 +3,7 @@
 all go into one JSON summary (OUT/gpu-check.json; the runs' logs: OUT/gpu-check.log).
 
     python -m research.gpu.check_steps --data DIR --out DIR --work DIR
-        [--cpu-dry-run] [--steps all|core|perf|NAME,...] [--time-limit S]
+        [--cpu-dry-run] [--steps all|core|perf|NAME,...] [--time-limit S] [--cpp-traces]
 
 Steps (``core``: the first eight; ``perf``: the last two):
   env            torch, CUDA, the GPU and its driver, fairseq with its compiled extensions
@@ -220,6 +220,9 @@ def main(argv=None):
     p.add_argument("--steps", default="all", help="all, core, perf or step names, commas")
     p.add_argument("--time-limit", type=float, default=None,
                    help="seconds: later steps SKIP (default: none)")
+    p.add_argument("--cpp-traces", action="store_true",
+                   help="every run prints its threads' C++ and Python stacks on a fatal "
+                        "signal (research/gpu/fatal_traces; PYTHONFAULTHANDLER)")
     a = p.parse_args(argv)
     steps = parse_steps(a.steps)
     a.out.mkdir(parents=True, exist_ok=True)
@@ -231,7 +234,8 @@ def main(argv=None):
     ctx = {"dry": a.cpu_dry_run, "data": a.data.resolve(), "out": a.out.resolve(),
            "work": a.work.resolve(), "summary": summary, "log": a.out / "gpu-check.log",
            "profile": PROFILES["cpu" if a.cpu_dry_run else "gpu"],
-           "deadline": None if a.time_limit is None else start + a.time_limit}
+           "deadline": None if a.time_limit is None else start + a.time_limit,
+           "cpp_traces": a.cpp_traces}
     ctx["log"].write_text("")
     ctx["tokens"], ctx["config_path"] = write_config(ctx)
     ctx["pairs"] = sum(1 for _ in open(ctx["data"] / "train.kept-lines"))

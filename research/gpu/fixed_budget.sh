@@ -23,7 +23,7 @@ Usage: bash research/gpu/fixed_budget.sh --data-tgz FILE --corpus NAME
                      "default@0.7+random@0.7", which run one after the other)
   --config NAME      configs/**/NAME.args (default multi30k/transformer_small), used without
                      its --cpu
-  --seed S           (default 1)
+  --seed "S ..."     seeds (default 1); each item runs once per seed, all at once
   --check-steps LIST also run research/gpu/check.sh --steps LIST beside the arms
   --deadline S       seconds after the start at which unfinished runs are stopped
                      (default 540); the packing then takes a few seconds
@@ -90,16 +90,16 @@ if [[ -n "$CHECK" ]]; then
     PIDS+=($!)
 fi
 IFS=, read -r -a ITEMS <<< "$ARMS"
-for item in "${ITEMS[@]}"; do
-    tag="${item//[@+]/_}"
-    log "arms $item"
+for seed in $SEED; do for item in "${ITEMS[@]}"; do
+    tag="${item//[@+]/_}-s$seed"
+    log "arms $item, seed $seed"
     setsid bash -c 'for arm in ${1//+/ }; do
             "$PYTHON" -m research.gpu.run_benchmark fixed_budget --gpu --data "$2" --config "$3" \
                 --corpus "$4" --work "$5" --results "$6" --seed "$7" --arms "$arm" "${@:8}" || exit
-        done' _ "$item" "$DATA" "$CFG" "$CORPUS" "$WORK/runs" "$WORK/results/$tag" "$SEED" "${BUDGET[@]}" "${MORE[@]}" \
+        done' _ "$item" "$DATA" "$CFG" "$CORPUS" "$WORK/runs" "$WORK/results/$tag" "$seed" "${BUDGET[@]}" "${MORE[@]}" \
         > "$WORK/console/arms-$tag.log" 2>&1 &
     PIDS+=($!)
-done
+done; done
 stop_all() { for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done; }
 trap 'stop_all; kill "$SMI" 2>/dev/null; exit 130' INT TERM
 while (( SECONDS < DEADLINE )); do
