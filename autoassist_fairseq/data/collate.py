@@ -2,9 +2,20 @@
 ``EpochBatchIterator`` does it: a ``DataLoader`` with ``--num-workers`` processes over the
 stream's batches (each sample tagged with what the training step needs on the CPU), behind
 a ``BufferedIterator`` of ``--data-buffer-size``.
+
+That buffer fills from a daemon thread. A daemon thread that is inside a torch operation when
+the interpreter finalizes is ended inside C++ code, which aborts the process ("terminate
+called without an active exception", SIGABRT) after the run has ended; on a GPU, where the
+Boss keeps the thread busy, it happened after a killed Assistant. So with ``--num-workers 0``
+(collation in that thread) every batch's fetch and collation is an :data:`EXIT_GUARD`
+section: at exit no new one starts, and the one under way is waited for. (fairseq's own
+iterator runs the same risk; its ``DataLoader`` does torch work around the fetch too, which
+is why the fetch is done here.)
 """
 
+import atexit
 import functools
+import threading
 
 import numpy as np
 import torch
@@ -12,6 +23,39 @@ from fairseq.data.iterators import BufferedIterator
 
 from ..proctitle import set_title
 from .batch_generator import weights_of
+
+
+class ExitGuard:
+    """Sections of torch work that must not be under way when the interpreter finalizes.
+
+    ``enter`` opens a section unless :meth:`close` has run; ``close`` (at exit) refuses new
+    sections and waits, at most *timeout* seconds, for the open ones to leave."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._open = 0
+        self._closing = False
+
+    def enter(self) -> bool:
+        with self._cond:
+            if self._closing:
+                return False
+            self._open += 1
+            return True
+
+    def leave(self) -> None:
+        with self._cond:
+            self._open -= 1
+            self._cond.notify_all()
+
+    def close(self, timeout: float = 10.0) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.wait_for(lambda: self._open == 0, timeout)
+
+
+EXIT_GUARD = ExitGuard()
+atexit.register(EXIT_GUARD.close)
 
 
 def collated_batches(itr, count: int, buffer_size: int):
@@ -22,9 +66,10 @@ def collated_batches(itr, count: int, buffer_size: int):
 
 
 class _Collated:
-    """``count`` batches of the stream, collated by a ``DataLoader`` (with ``--num-workers``
-    processes), each sample tagged with what the Boss's step needs on the CPU. *itr* is the
-    ``AutoAssistEpochBatchIterator`` whose stream, client, dataset and collater they use."""
+    """``count`` batches of the stream, collated as fairseq's ``DataLoader`` does (with
+    ``--num-workers`` processes), each sample tagged with what the Boss's step needs on the
+    CPU. *itr* is the ``AutoAssistEpochBatchIterator`` whose stream, client, dataset and
+    collater they use."""
 
     def __init__(self, itr, count: int):
         self.itr, self.count = itr, count
@@ -32,19 +77,37 @@ class _Collated:
     def __len__(self):
         return self.count
 
-    def _batches(self):
+    def _next_ids(self):
         itr = self.itr
-        for _ in range(self.count):
-            yield itr.stream.next_batch(itr.client.next_window).ids.tolist()
+        return itr.stream.next_batch(itr.client.next_window).ids.tolist()
 
     def __iter__(self):
         itr = self.itr
+        if itr.num_workers == 0:
+            yield from self._collate_here()
+            return
         loader = torch.utils.data.DataLoader(
-            itr.dataset, batch_sampler=self._batches(), collate_fn=itr.collate_fn,
-            num_workers=itr.num_workers,
+            itr.dataset, batch_sampler=(self._next_ids() for _ in range(self.count)),
+            collate_fn=itr.collate_fn, num_workers=itr.num_workers,
             worker_init_fn=functools.partial(_title_loader, itr.shard_id))
         for k, sample in enumerate(loader):
             yield _tag(sample, itr.stream.issued[k])
+
+    def _collate_here(self):
+        """What ``DataLoader``'s single-process fetcher does (``collate_fn`` of the samples),
+        each batch's torch work an :data:`EXIT_GUARD` section; waiting for a window is not
+        (it may last), and after the guard closes the thread touches torch no more."""
+        itr = self.itr
+        for k in range(self.count):
+            ids = self._next_ids()
+            if not EXIT_GUARD.enter():
+                return  # the interpreter is exiting: the epoch's batches end here
+            try:
+                tagged = _tag(itr.collate_fn([itr.dataset[i] for i in ids]),
+                              itr.stream.issued[k])
+            finally:
+                EXIT_GUARD.leave()
+            yield tagged
 
 
 def _title_loader(rank: int, worker: int) -> None:
