@@ -4,13 +4,15 @@ stream's batches (each sample tagged with what the training step needs on the CP
 a ``BufferedIterator`` of ``--data-buffer-size``.
 
 That buffer fills from a daemon thread. A daemon thread that is inside a torch operation when
-the interpreter finalizes is ended inside C++ code, which aborts the process ("terminate
-called without an active exception", SIGABRT) after the run has ended; on a GPU, where the
-Boss keeps the thread busy, it happened after a killed Assistant. So with ``--num-workers 0``
-(collation in that thread) every batch's fetch and collation is an :data:`EXIT_GUARD`
-section: at exit no new one starts, and the one under way is waited for. (fairseq's own
-iterator runs the same risk; its ``DataLoader`` does torch work around the fetch too, which
-is why the fetch is done here.)
+the interpreter finalizes, a tensor's deallocation included, is ended inside C++ code, which
+aborts the process ("terminate called without an active exception", SIGABRT) after the run
+has ended; on a GPU, where the Boss keeps the thread busy, it happened after a killed
+Assistant. So with ``--num-workers 0`` (collation in that thread) the thread's torch work is
+done in sections of :data:`EXIT_GUARD`: each batch's fetch and collation, and the dropping
+of its references to a batch the trainer may already have dropped (its tensors are then
+freed there). At exit no new section starts, the one under way is waited for, and the
+thread parks. (fairseq's own iterator runs the same risk; its ``DataLoader`` does torch
+work around the fetch too, which is why the fetch is done here.)
 """
 
 import atexit
@@ -19,7 +21,7 @@ import threading
 
 import numpy as np
 import torch
-from fairseq.data.iterators import BufferedIterator
+from fairseq.data.iterators import BackgroundConsumer, BufferedIterator, _sentinel
 
 from ..proctitle import set_title
 from .batch_generator import weights_of
@@ -58,11 +60,51 @@ EXIT_GUARD = ExitGuard()
 atexit.register(EXIT_GUARD.close)
 
 
+def _park():
+    """Block this daemon thread for good (the interpreter is exiting), holding its
+    references: a wait on a lock, which the interpreter's exit ends safely."""
+    threading.Event().wait()
+
+
 def collated_batches(itr, count: int, buffer_size: int):
     """The next *count* batches of *itr*'s stream, collated (prepared *buffer_size* ahead
     by a background thread when > 0)."""
     batches = _Collated(itr, count)
-    return BufferedIterator(buffer_size, batches) if buffer_size > 0 else batches
+    return _GuardedBuffer(buffer_size, batches) if buffer_size > 0 else batches
+
+
+class _GuardedBuffer(BufferedIterator):
+    """fairseq's ``BufferedIterator`` with a :class:`_GuardedConsumer` as its thread."""
+
+    def _create_consumer(self):
+        self._consumer = _GuardedConsumer(
+            self._queue, self._iterable, self.total,
+            torch.cuda.current_device() if torch.cuda.is_available() else None)
+        self._consumer.daemon = True
+        self._consumer.start()
+
+
+class _GuardedConsumer(BackgroundConsumer):
+    """fairseq's buffer thread, except that its reference to each batch is dropped inside an
+    :data:`EXIT_GUARD` section: the trainer may have taken and dropped the batch already, and
+    then the tensors are freed here."""
+
+    def run(self):
+        if self.cuda_device is not None:
+            torch.cuda.set_device(self.cuda_device)
+        try:
+            for item in self._source:
+                self._queue.put(item)
+                if not EXIT_GUARD.enter():
+                    _park()
+                del item
+                EXIT_GUARD.leave()
+                self.count += 1
+                if self._max_len is not None and self.count >= self._max_len:
+                    break
+            self._queue.put(_sentinel)
+        except Exception as e:
+            self._queue.put(e)
 
 
 class _Collated:
@@ -95,13 +137,14 @@ class _Collated:
 
     def _collate_here(self):
         """What ``DataLoader``'s single-process fetcher does (``collate_fn`` of the samples),
-        each batch's torch work an :data:`EXIT_GUARD` section; waiting for a window is not
-        (it may last), and after the guard closes the thread touches torch no more."""
+        each batch's torch work an :data:`EXIT_GUARD` section, the previous batch's reference
+        dropped inside the next one; waiting for a window is not (it may last), and after
+        the guard closes the thread touches torch no more."""
         itr = self.itr
         for k in range(self.count):
             ids = self._next_ids()
             if not EXIT_GUARD.enter():
-                return  # the interpreter is exiting: the epoch's batches end here
+                _park()  # the interpreter is exiting; `tagged` (a batch) is not dropped
             try:
                 tagged = _tag(itr.collate_fn([itr.dataset[i] for i in ids]),
                               itr.stream.issued[k])
