@@ -72,7 +72,7 @@ def random_skip_run(train_data, tmp_path_factory):
 # docs/test-durations.md.
 SHARED_RUNS = ("paper_run", "random_skip_run")
 LONGEST_FIRST = ("test_task_train.py", "test_benchmark.py", "test_prepare.py",
-                 "test_distributed.py", "test_gpu_check.py", "test_evaluate.py",
+                 "test_gpu_check.py", "test_distributed.py", "test_evaluate.py",
                  "test_benchmark_arms.py", "test_fixed_budget.py", "test_process.py",
                  "test_configs.py", "test_faults.py")
 

@@ -18,11 +18,13 @@ from autoassist_fairseq.data.collate import ExitGuard
 
 def test_a_run_ending_during_collation_exits_cleanly():
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
-    for _ in range(3):
-        proc = subprocess.run([sys.executable, str(REPO / "tests" / "collation_at_exit.py")],
-                              env=env, capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0 and "trained" in proc.stdout, proc.stderr[-2000:]
-        assert "terminate called" not in proc.stderr
+    runs = [subprocess.Popen([sys.executable, str(REPO / "tests" / "collation_at_exit.py")],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]  # at once: without the guard each aborts in most runs
+    for proc in runs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and "trained" in out, err[-2000:]
+        assert "terminate called" not in err
 
 
 def test_exit_guard_waits_for_open_sections_and_refuses_new_ones():
