@@ -88,6 +88,8 @@ def build_run_args(config_tokens, kind, seed, save_dir, budget, extra, autoassis
         drop |= set(LANG_FLAGS)
     if keep_epochs:
         drop |= set(KEEP_EPOCH_FLAGS)
+    if ("--cpu", None) not in FORCED:  # on a GPU (run_benchmark --gpu): the config's too
+        drop.add("--cpu")
     tokens = drop_flags(config_tokens, drop, prefixes=("--assistant-",))
     if kind != "baseline":
         tokens = ["--task", "autoassist_translation", "--user-dir", str(USER_DIR)] + tokens

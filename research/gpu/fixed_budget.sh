@@ -21,8 +21,8 @@ Usage: bash research/gpu/fixed_budget.sh --data-tgz FILE --corpus NAME
   --arms LIST        ARM@SHARE,...: one research.fixed_budget process per arm, all at once
                      (random@S needs default@S first: list them as one item,
                      "default@0.7+random@0.7", which run one after the other)
-  --config NAME      configs/**/NAME.args (default multi30k/transformer_small), used without
-                     its --cpu
+  --config NAME      configs/**/NAME.args (default multi30k/transformer_small); its --cpu
+                     is dropped (run_benchmark --gpu)
   --seed "S ..."     seeds (default 1); each item runs once per seed, all at once
   --check-steps LIST also run research/gpu/check.sh --steps LIST beside the arms
   --deadline S       seconds after the start at which unfinished runs are stopped
@@ -74,9 +74,6 @@ export PATH="$(dirname "$(command -v "$PY")"):$PATH"
 
 DATA="$WORK/data/$CORPUS"
 mkdir -p "$DATA" && tar xzf "$TGZ" -C "$DATA"
-# the config without --cpu (run_benchmark --gpu drops the --cpu the tools add themselves)
-CFG="$WORK/$(basename "$CONFIG").gpu.args"
-grep -vx -- '--cpu' "$("$PY" -c 'import sys; from research.bench.flags import find_config; print(find_config(sys.argv[1]))' "$CONFIG")" > "$CFG"
 
 # the GPU's utilisation and memory every 20 s while the runs go on
 nvidia-smi --query-gpu=timestamp,name,driver_version,utilization.gpu,memory.used --format=csv \
@@ -96,7 +93,7 @@ for seed in $SEED; do for item in "${ITEMS[@]}"; do
     setsid bash -c 'for arm in ${1//+/ }; do
             "$PYTHON" -m research.gpu.run_benchmark fixed_budget --gpu --data "$2" --config "$3" \
                 --corpus "$4" --work "$5" --results "$6" --seed "$7" --arms "$arm" "${@:8}" || exit
-        done' _ "$item" "$DATA" "$CFG" "$CORPUS" "$WORK/runs" "$WORK/results/$tag" "$seed" "${BUDGET[@]}" "${MORE[@]}" \
+        done' _ "$item" "$DATA" "$CONFIG" "$CORPUS" "$WORK/runs" "$WORK/results/$tag" "$seed" "${BUDGET[@]}" "${MORE[@]}" \
         > "$WORK/console/arms-$tag.log" 2>&1 &
     PIDS+=($!)
 done; done

@@ -5,7 +5,7 @@
 
 They add ``--cpu`` to every run they start (their figures so far come from CPU
 machines). With ``--gpu`` this wrapper leaves that flag out, so that the runs train on the
-GPU; the config named by ``--config`` must then not hold ``--cpu`` either. Without
+GPU, and a ``--cpu`` in the config named by ``--config`` is dropped too. Without
 ``--gpu`` they run as they are. ARGS are their own (see their --help).
 """
 
