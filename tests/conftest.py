@@ -66,11 +66,12 @@ def random_skip_run(train_data, tmp_path_factory):
 
 # -- distribution over pytest-xdist workers (scripts/test.sh: -n auto --dist loadfile) -----
 # Each test file runs whole on one worker (its module fixtures are built once), and the
-# files that read the same session run go to the same worker (the run is trained once per
-# worker that needs it). Groups go out longest first, so that no long group is left to
-# start last while the other worker idles; the durations behind this order are in
-# docs/test-durations.md.
+# files that read the same session run, or the same prepared corpus, go to the same worker
+# (the run is trained, the corpus prepared, once per worker that needs it). Groups go out
+# longest first, so that no long group is left to start last while the other worker idles;
+# the durations behind this order are in docs/test-durations.md.
 SHARED_RUNS = ("paper_run", "random_skip_run")
+SHARED_FIXTURES = SHARED_RUNS + ("synthetic_data",)  # prepare-corpus.sh: ~20 s a worker
 LONGEST_FIRST = ("test_task_train.py", "test_benchmark.py", "test_prepare.py",
                  "test_gpu_check.py", "test_distributed.py", "test_evaluate.py",
                  "test_benchmark_arms.py", "test_fixed_budget.py", "test_process.py",
@@ -87,7 +88,7 @@ SLOW_TESTS = ("test_features_command_flags_copies_and_training_skips_them",
 
 def file_groups():
     """Test file name -> the name of its group: the files whose source names one of the
-    SHARED_RUNS fixtures are one group (read from the source, so that the xdist controller,
+    SHARED_FIXTURES are one group (read from the source, so that the xdist controller,
     which collects no tests, groups as the workers do)."""
     parent = {}
 
@@ -99,7 +100,7 @@ def file_groups():
     names = sorted(p.name for p in Path(__file__).parent.glob("test_*.py"))
     for name in names:
         text = (Path(__file__).parent / name).read_text()
-        for fixture in SHARED_RUNS:
+        for fixture in SHARED_FIXTURES:
             if re.search(rf"\b{fixture}\b", text):
                 parent[find(name)] = find(fixture)
     members = {}

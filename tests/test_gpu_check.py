@@ -16,12 +16,15 @@ from utils import REPO
 STEPS = "env,train_fp32,train_fp16,train_amp,spawn,kill_error"
 
 
-def test_cpu_dry_run_writes_a_passing_summary(tmp_path):
+def test_cpu_dry_run_writes_a_passing_summary(synthetic_data, tmp_path):
+    """On the session's prepared synthetic corpus (--data; the check's own generated one is
+    prepared by the same scripts/prepare-corpus.sh)."""
     out = tmp_path / "out"
     env = dict(os.environ, PYTHON=sys.executable)
     proc = subprocess.run(
         ["bash", str(REPO / "research/gpu/check.sh"), "--cpu-dry-run", "--no-install",
-         "--steps", STEPS, "--work", str(tmp_path / "work"), "--out", str(out)],
+         "--steps", STEPS, "--work", str(tmp_path / "work"), "--out", str(out),
+         "--data", str(synthetic_data)],
         capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
     summary_path = out / "gpu-check.json"
     assert summary_path.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -29,6 +32,7 @@ def test_cpu_dry_run_writes_a_passing_summary(tmp_path):
     steps = summary["steps"]
     assert proc.returncode == 0 and summary["passed"], json.dumps(steps, indent=1)
     assert summary["mode"] == "cpu-dry-run" and list(steps) == STEPS.split(",")
+    assert "synthetic pairs" not in proc.stdout  # --data: no corpus generated
     assert steps["env"]["figures"]["fairseq"] and steps["env"]["figures"]["torch"]
     train = steps["train_fp32"]
     assert train["status"] == "PASS"
@@ -83,7 +87,7 @@ def test_fixed_budget_on_a_gpu_runs_each_arm_without_cpu(tiny_data, tmp_path):
     proc = subprocess.run(
         ["bash", "research/gpu/fixed_budget.sh", "--no-install", "--data-tgz", str(tgz),
          "--corpus", "tiny", "--budget-updates", "20", "--config", "demo/transformer_tiny",
-         "--arms", "plain@1.0,default@0.5+random@0.5", "--seed", "1 2", "--work", str(work),
+         "--arms", "plain@1.0,default@0.5+random@0.5", "--seed", "2", "--work", str(work),
          "--out", str(out),
          "--deadline", "200", "--", "--dry-run"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
@@ -92,16 +96,15 @@ def test_fixed_budget_on_a_gpu_runs_each_arm_without_cpu(tiny_data, tmp_path):
     with tarfile.open(out / "runs.tgz") as tar:
         logs = {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()
                 if m.name.startswith("console/arms-")}
-    assert sorted(logs) == [f"console/arms-{item}-s{seed}.log" for item in
-                            ("default_0.5_random_0.5", "plain_1.0") for seed in (1, 2)]
-    plain = logs["console/arms-plain_1.0-s1.log"]
-    both = logs["console/arms-default_0.5_random_0.5-s1.log"]
+    assert sorted(logs) == [f"console/arms-{item}-s2.log" for item in
+                            ("default_0.5_random_0.5", "plain_1.0")]
+    plain = logs["console/arms-plain_1.0-s2.log"]
+    both = logs["console/arms-default_0.5_random_0.5-s2.log"]
     commands = [line for text in logs.values() for line in text.splitlines()
                 if line.startswith(("plain-", "default-", "random-"))]
-    assert sorted(c.split(":")[0] for c in commands if c.startswith("plain-")) \
-        == ["plain-1.00B-s1", "plain-1.00B-s2"]
-    assert both.index("default-0.50B-s1:") < both.index("random-0.50B-s1:")
-    assert len(commands) == 6 and not any("--cpu" in c.split() for c in commands), commands
+    assert [c.split(":")[0] for c in commands if c.startswith("plain-")] == ["plain-1.00B-s2"]
+    assert both.index("default-0.50B-s2:") < both.index("random-0.50B-s2:")
+    assert len(commands) == 3 and not any("--cpu" in c.split() for c in commands), commands
     assert "--max-update 20" in plain
 
 

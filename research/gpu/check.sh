@@ -10,14 +10,15 @@ usage() {
 Usage: bash research/gpu/check.sh [--cpu-dry-run] [--steps all|core|perf|NAME,...]
                                  [--out DIR] [--wheelhouse DIR] [--no-install] [--work DIR]
                                  [--time-limit S] [--install-only]
-                                 [--cpp-traces]
+                                 [--cpp-traces] [--data DIR]
 
 Run from the repository root of a machine with one CUDA GPU, torch and no fairseq, with
 the folder built by research/gpu/build-wheelhouse.sh beside it (gpu-wheelhouse/):
   1. a virtual environment in WORK/venv that sees the system's packages (torch), with
      fairseq-fixed, this package and the rest from the wheelhouse (pip --no-index); the
      checkout comes first on PYTHONPATH, so that the code under test is the carried one;
-  2. a synthetic corpus (scripts/make_synthetic_corpus.py, then scripts/prepare-corpus.sh);
+  2. a synthetic corpus (scripts/make_synthetic_corpus.py, then scripts/prepare-corpus.sh),
+     or the prepared corpus that --data names;
   3. the steps (python -m research.gpu.check_steps --help lists them): fairseq-train on
      CUDA in fp32, --fp16 and --amp; a process group of one rank (nccl) with and without
      fairseq's spawn; a killed Assistant under --assistant-fallback error and uniform; the
@@ -42,6 +43,9 @@ Options:
                     (default: 570 on a GPU, none for --cpu-dry-run)
   --cpp-traces      the runs print their threads' C++ and Python stacks on a fatal signal
                     (research/gpu/fatal_traces), to find what aborts a run
+  --data DIR        a corpus prepared by scripts/prepare-corpus.sh (its train.kept-lines and
+                    feature file) to run the steps on, instead of generating one (the
+                    generated one: 30,000 pairs, or 400 for --cpu-dry-run; kept in WORK)
   --install-only    stop after step 1 (the environment in WORK/venv, its imports checked),
                     for commands that run other work with it (research/gpu/fixed_budget.sh)
   -h, --help        print this help and exit
@@ -51,7 +55,7 @@ EOF
 }
 
 DRY=0; STEPS=all; OUT_DIR="${OUT:-$PWD/gpu-check-out}"; WHEELHOUSE="$REPO_ROOT/gpu-wheelhouse"
-INSTALL=1; WORK=/tmp/autoassist-gpu-check; LIMIT=""; INSTALL_ONLY=0; TRACES=0
+INSTALL=1; WORK=/tmp/autoassist-gpu-check; LIMIT=""; INSTALL_ONLY=0; TRACES=0; DATA=
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --cpu-dry-run) DRY=1; shift ;;
@@ -63,6 +67,7 @@ while [[ $# -gt 0 ]]; do
         --time-limit) LIMIT="$2"; shift 2 ;;
         --install-only) INSTALL_ONLY=1; shift ;;
         --cpp-traces) TRACES=1; shift ;;
+        --data) DATA="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -71,6 +76,11 @@ log() { echo "[check] $*"; }
 die() { echo "[check] ERROR: $*" >&2; exit 1; }
 [[ -n "$LIMIT" || $DRY == 1 ]] || LIMIT=570
 mkdir -p "$WORK" "$OUT_DIR"
+if [[ -n "$DATA" ]]; then
+    [[ -f "$DATA/train.kept-lines" ]] \
+        || die "--data $DATA holds no corpus prepared by scripts/prepare-corpus.sh (no train.kept-lines): prepare it with that script, or leave --data out to generate one"
+    DATA="$(cd "$DATA" && pwd)"
+fi
 WORK="$(cd "$WORK" && pwd)"; OUT_DIR="$(cd "$OUT_DIR" && pwd)"
 PY="${PYTHON:-python3}"
 
@@ -120,7 +130,7 @@ if [[ $DRY == 1 ]]; then
 else
     PAIRS=30000; HELD=500; BPE=4000; WORKERS=8
 fi
-DATA="$WORK/data-$PAIRS"
+[[ -n "$DATA" ]] || DATA="$WORK/data-$PAIRS"
 if [[ ! -f "$DATA/train.kept-lines" ]]; then
     log "corpus: $PAIRS synthetic pairs -> $DATA"
     "$PY" "$REPO_ROOT/scripts/make_synthetic_corpus.py" --out "$WORK/raw-$PAIRS" \
