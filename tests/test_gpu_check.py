@@ -48,6 +48,18 @@ def test_cpu_dry_run_writes_a_passing_summary(synthetic_data, tmp_path):
                for line in proc.stdout.splitlines()) == len(steps)
 
 
+
+def test_data_without_a_prepared_corpus_stops_at_once(tmp_path):
+    """--data names a folder that prepare-corpus.sh did not write: the reason and the fix,
+    before any environment or corpus work."""
+    proc = subprocess.run(
+        ["bash", str(REPO / "research/gpu/check.sh"), "--cpu-dry-run", "--no-install",
+         "--data", str(tmp_path), "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=30, cwd=REPO)
+    assert proc.returncode == 1
+    assert f"--data {tmp_path} holds no corpus prepared by scripts/prepare-corpus.sh" in proc.stderr
+    assert "no train.kept-lines" in proc.stderr and "[check] corpus" not in proc.stdout
+
 # What the H100 printed (docs/results/gpu/): the error raised, then a C++ terminate at exit.
 KILLED_ERROR_OUT = ("autoassist_fairseq.transport.process.AssistantDied: the Assistant process "
                     "died: it was killed by SIGKILL (the OOM killer?) without a traceback\n"
