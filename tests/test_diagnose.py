@@ -1,4 +1,4 @@
-"""autoassist-diagnose (autoassist_fairseq/diagnose.py): figures, verdict, errors; the noise
+"""autoassist-diagnose (autoassist_fairseq/diagnose/): figures, verdict, errors; the noise
 shares it gives with labelled pairs (research/noise_report.py); the offline replay
 (research/replay_assistant.py)."""
 

@@ -1,6 +1,6 @@
 """``autoassist-diagnose``'s scoring: load a checkpoint's Boss, task and Assistant, compute
 every pair's Boss loss (eval mode) and the Assistant's P(accept), and assemble the figures
-(``diagnose_figures``) into one result. The figures' meaning: autoassist_fairseq.diagnose.
+(``figures``) into one result. The figures' meaning: autoassist_fairseq.diagnose.
 """
 
 import logging
@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .diagnose_figures import (MAX_DENSITY, REFERENCE_SHARE, data_pass, density,
+from .figures import (MAX_DENSITY, REFERENCE_SHARE, data_pass, density,
                                oracle_figures, reducible_losses, skip_figures, verdict)
 
 logger = logging.getLogger("autoassist_fairseq.diagnose")
@@ -25,7 +25,7 @@ class DiagnosisError(RuntimeError):
 def loss_floor(criterion, tgt_dict):
     """The floor of *criterion*'s token loss (nats): label_smoothed_cross_entropy's
     ``eps`` (its --label-smoothing) over the target vocabulary; 0 for cross_entropy."""
-    from .losses import label_smoothing_floor
+    from ..losses import label_smoothing_floor
 
     return label_smoothing_floor(float(getattr(criterion, "eps", 0.0)), len(tgt_dict))
 
@@ -35,7 +35,7 @@ def boss_losses(models, task, criterion, dataset, max_tokens, ids=None):
     pairs *ids* only, in that order, if given)."""
     import torch
 
-    from .losses import per_sentence_loss
+    from ..losses import per_sentence_loss
 
     model = models[0].eval()
     losses, ntok = np.zeros(len(dataset)), np.zeros(len(dataset))
@@ -101,7 +101,7 @@ class ScoredPairs:
 def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
              max_density=MAX_DENSITY, losses_out=None, sample_pairs=None,
              pair_report: Optional[Any] = None):
-    """The figures and verdict of one checkpoint (autoassist_fairseq.diagnose's docstring).
+    """The figures and verdict of one checkpoint (diagnose.cli's docstring).
 
     Args:
         data (str): the data directory the run trained on.
@@ -130,9 +130,9 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
     import torch
     from fairseq import checkpoint_utils
 
-    from . import compat  # noqa: F401  (torch >= 2.6 loads fairseq checkpoints)
-    from .assistant import Assistant
-    from .data.arrays import tensors_to_arrays
+    from .. import compat  # noqa: F401  (torch >= 2.6 loads fairseq checkpoints)
+    from ..assistant import Assistant
+    from ..data.arrays import tensors_to_arrays
 
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     overrides = {"data": os.path.abspath(data)}

@@ -53,12 +53,8 @@ import json
 import os
 import sys
 
-# the names research/ and the tests import from here
-from .diagnose_figures import (CURVE_KEYS, MAX_DENSITY, MIN_SKIP_SHARE,  # noqa: F401
-                               REFERENCE_SHARE, curve_row, data_pass, density, oracle_figures,
-                               oracle_skipped_loss, reducible_losses, skip_figures, verdict)
-from .diagnose_scoring import (DiagnosisError, ScoredPairs, boss_losses,  # noqa: F401
-                               checkpoint_position, diagnose, loss_floor)
+from .figures import MAX_DENSITY, REFERENCE_SHARE, curve_row
+from .scoring import DiagnosisError, diagnose
 
 
 def losses_path(losses_out, checkpoint, several):

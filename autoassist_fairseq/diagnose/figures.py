@@ -2,7 +2,7 @@
 (numpy and scipy, no fairseq): the oracle's and an Assistant's skipped shares of the
 reducible and the raw loss, skip densities, the verdict and the oracle curve's rows. The
 reducible loss, the densities and the verdict's rule are explained in
-autoassist_fairseq.diagnose's docstring (the command's --help); research/ reuses them on
+diagnose.cli's docstring (the command's --help); research/ reuses them on
 saved losses.
 """
 
@@ -49,7 +49,7 @@ def skip_figures(assistant, losses, ntok, floor=0.0, ids=None):
         assistant (Assistant): the Assistant to score.
         losses (np.ndarray): per-pair mean token loss of the Boss.
         ntok (np.ndarray): per-pair target tokens.
-        floor (float, optional): the loss floor (``diagnose_scoring.loss_floor``;
+        floor (float, optional): the loss floor (``scoring.loss_floor``;
             default: 0.0).
         ids (np.ndarray, optional): the pairs' dataset ids (default: 0, 1, ...).
 
@@ -57,7 +57,7 @@ def skip_figures(assistant, losses, ntok, floor=0.0, ids=None):
         (np.ndarray, np.ndarray, dict): g, P(accept), and the shares of the tokens, of the
         reducible loss and of the raw loss.
     """
-    from .assistant.acceptance import accept_probability
+    from ..assistant.acceptance import accept_probability
 
     ids = np.arange(len(losses)) if ids is None else np.asarray(ids)
     chunks = [ids[i:i + 16384] for i in range(0, len(ids), 16384)]
@@ -87,7 +87,7 @@ def density(loss_share, token_share):
 
 def verdict(oracle_density, assistant_density, assistant_token_share,
             max_density=MAX_DENSITY, min_skip_share=MIN_SKIP_SHARE):
-    """Whether skipping can pay on this corpus (the rule: autoassist_fairseq.diagnose's docstring).
+    """Whether skipping can pay on this corpus (the rule: diagnose.cli's docstring).
 
     Args:
         oracle_density (float): the oracle's skip density (reducible loss) at the reference
