@@ -71,7 +71,7 @@ def drop_noise(data, out, by="labels"):
             if not (data / "train.kept-lines").exists():
                 fail(f"{data / 'train.kept-lines'} not found: rerun scripts/prepare-corpus.sh, "
                      "which writes it")
-            flags = corpus_filter.filter_flagged(data, out)
+            flags, _ = corpus_filter.filter_flagged(data, out)
             labels = np.where(flags, "flagged", "clean").astype(object)
         else:
             labels = read_labels(data, num_pairs)

@@ -172,7 +172,7 @@ def filtered_data(ctx):
     out = ctx["work"] / "filtered-data"
     if not (out / "done").exists():
         try:
-            flags = filter_flagged(ctx["data"], out, features=False)
+            flags, _ = filter_flagged(ctx["data"], out, features=False)
         except (FileNotFoundError, ValueError) as err:
             raise BenchmarkError(f"plain-checked: {err}")
         (out / "done").write_text(f"{int(flags.sum())} of {len(flags)} pairs flagged\n")

@@ -78,6 +78,11 @@ def test_report_scores_each_check_on_the_labelled_pairs(corpus, tmp_path):
     assert 0.8 < report["precision"] <= 1.0 and 0.6 < report["recall"] <= 1.0
     auc = report["auc"]
     assert auc["union"] > 0.8 and 0.5 < auc["bicleaner"] < auc["union"] and auc["lexical"] > 0.6
+    found = report["noise_found_at_valid_share"]
+    assert set(found) == {"union", "union_max_margin", "bicleaner"}
+    for name, at in found.items():  # a looser bar finds at least as much noise
+        assert 0 <= at["0.05"] <= at["0.1"] <= 1, name
+    assert found["union"]["0.1"] > found["bicleaner"]["0.1"]
     assert report["pair_checks"]["checks"] == ["language", "unrelated", "digits", "lexical"]
 
     # the checks' settings are options: without the digits check it neither runs nor flags
@@ -103,3 +108,23 @@ def test_report_refuses_bad_input_with_the_fix(corpus, tmp_path, caplog):
         check_report.mix(check_report.read_labelled(str(labelled), "en", "de"),
                          ["a"] * 900, ["b"] * 900, 0.1, 0)
     assert check_report.cli_main(args[:-4] + ["--tgt", "de", "--out", "x", "--share", "1.5"]) == 2
+
+
+def test_union_score_ranks_flagged_pairs_first_then_adds_the_checks_evidence():
+    """Pairs a check flags come first, by their largest margin; the others by the sum of the
+    checks' standardised scores, so two moderate signals outrank one signal alone (which
+    the largest margin would rank the other way)."""
+    from autoassist_fairseq.features.pair_checks import union_score
+
+    # pairs 0-3 unflagged; 4 and 5 flagged by the first check (margins 0.5 and 2)
+    first = np.array([0.0, 0.6, 0.9, 0.0, 2.0, 3.0])
+    second = np.array([0.0, 0.6, 0.0, np.nan, 0.0, 0.0])  # NaN: no evidence, typical
+    per_check = {"a": (first, first > 1.5), "b": (second, second > 1.5)}
+    margin = np.array([-1.5, -0.9, -0.6, -1.5, 0.5, 2.0])  # pair 2 has the largest unflagged
+    score = union_score(per_check, margin)
+    assert list(np.argsort(-score, kind="stable")) == [5, 4, 1, 2, 0, 3]
+    assert score[0] == score[3]  # no evidence on either check: the same rank
+    assert np.all(np.isfinite(score))
+    # one check that ran on no pair adds nothing
+    per_check["c"] = (np.full(6, np.nan), np.zeros(6, dtype=bool))
+    assert np.allclose(union_score(per_check, margin), score)

@@ -85,3 +85,32 @@ def test_filter_errors_name_the_problem(tiny_data, tmp_path, capsys, case, messa
     err = capsys.readouterr().err
     assert err.startswith("autoassist-filter: error: ") and message in err, err
     assert not (tmp_path / "filtered").exists()  # nothing written
+
+
+def test_drop_share_drops_the_flagged_pairs_then_the_most_noise_like(tiny_data, tmp_path, capsys):
+    from autoassist_fairseq.features.filter import flagged_pairs
+    from fairseq.data import indexed_dataset
+
+    data, suspect = _with_flags(tiny_data, tmp_path, [0, 3, 7])
+    n, n_flagged = len(suspect), int(suspect.sum())
+    share = (n_flagged + 20) / n
+    out = tmp_path / "filtered"
+    assert cli_main([str(data), "--out", str(out), "--drop-share", str(share),
+                     "--no-features"]) == 0
+    _, score = flagged_pairs(data, "src", "tgt", scores=True)
+    kept = indexed_dataset.make_dataset(str(out / "train.src-tgt.src"), impl="mmap")
+    assert len(kept) == n - n_flagged - 20
+    assert "and 20 more of the highest noise scores" in capsys.readouterr().out
+    # the flagged pairs rank above every other; the 20 next are the highest-scoring others
+    assert score[suspect].min() > score[~suspect].max()
+    whole = indexed_dataset.make_dataset(str(data / "train.src-tgt.src"), impl="mmap")
+    kept_rows = {tuple(kept[j].tolist()) for j in range(len(kept))}
+    threshold = np.sort(score[~suspect])[::-1][19]
+    for i in np.flatnonzero(~suspect):
+        assert (tuple(whole[int(i)].tolist()) in kept_rows) == (score[i] < threshold), i
+    # a share below the flagged pairs' drops exactly those; a share of 1 or more is refused
+    assert cli_main([str(data), "--out", str(tmp_path / "f2"), "--drop-share", "0.001",
+                     "--no-features"]) == 0
+    assert "more of the highest" not in capsys.readouterr().out
+    assert cli_main([str(data), "--out", str(tmp_path / "f3"), "--drop-share", "1"]) == 1
+    assert "--drop-share 1.0 is out of range" in capsys.readouterr().err

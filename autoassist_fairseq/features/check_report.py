@@ -14,7 +14,11 @@ every check on the labelled pairs:
 - ``precision`` / ``recall`` of the union for noise (``A``, ``L``, ``T``) against valid
   translations (``V``, ``F``);
 - ``auc[name]``: area under the ROC curve of each score for ``V``+``F`` against ``A``+``L``
-  (scikit-learn), for each check's continuous score, the union and ``bicleaner``.
+  (scikit-learn), for each check's continuous score, the union
+  (:func:`.pair_checks.union_score`; ``union_max_margin``: the union's pairs ranked by their
+  largest margin alone) and ``bicleaner``; pairs the cleaning dropped rank above all;
+- ``noise_found_at_valid_share[score][s]``: the share of ``A``+``L`` pairs above the bar of
+  that score which ``V``+``F`` pairs pass but for a share s (0.05, 0.1, 0.2, 0.3, 0.5).
 
 Over 300 lines: one command's pipeline (read, mix, prepare, check, score), read top to
 bottom; each part is used by this command alone.
@@ -41,7 +45,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from .pair_checks import PairCheckSettings, add_settings_arguments, check_scores, pair_checks, \
-    settings_from_args
+    settings_from_args, union_score
 from .langid_check import decode_pieces
 from .tfidf import count_matrix
 
@@ -201,10 +205,23 @@ def _auc(labels: np.ndarray, score: np.ndarray) -> float:
     return float(roc_auc_score(y, score))
 
 
+def noise_found_at(labels: np.ndarray, score: np.ndarray, valid_share: float) -> float:
+    """The share of A+L pairs that rank above the bar of *score* (higher: noise) which lets
+    through all but *valid_share* of the V+F pairs: how much noise a filter at that bar
+    drops (``--drop-share`` of autoassist-filter ranks by the union's score)."""
+    pick = np.isin(labels, VALID + AUC_NOISE) & ~np.isnan(score)
+    noise, valid = score[pick & np.isin(labels, AUC_NOISE)], score[pick & np.isin(labels, VALID)]
+    if not len(noise) or not len(valid):
+        return float("nan")
+    bar = np.quantile(valid, 1.0 - valid_share, method="higher")
+    return float(np.mean(noise > bar))
+
+
 def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray],
-           scores: Dict[str, np.ndarray], union_score: np.ndarray, bicleaner) -> dict:
+           scores: Dict[str, np.ndarray], union_scores: Dict[str, np.ndarray], bicleaner) -> dict:
     """The figures of the module's docstring. *labels*, *dropped*: every labelled pair and the
-    clean pairs; *flags* / *scores*: per check, NaN / False where the pair was dropped."""
+    clean pairs; *flags* / *scores*: per check, NaN / False where the pair was dropped;
+    *union_scores*: the union's scores by name, +inf where the pair was dropped."""
     kinds = sorted(set(labels.tolist()))
     union = dropped.copy()
     for f in flags.values():
@@ -220,15 +237,20 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
     noise, valid = np.isin(labels, NOISE), np.isin(labels, VALID)
     true_pos = int(np.count_nonzero(union & noise))
     auc = {name: _auc(labels, s) for name, s in scores.items()}
-    auc["union"] = _auc(labels, union_score)
+    auc.update({name: _auc(labels, s) for name, s in union_scores.items()})
+    ranked = dict(union_scores)
     if bicleaner is not None:
         # higher Bicleaner scores mean a valid translation
         auc["bicleaner"] = _auc(labels, -bicleaner)
+        ranked["bicleaner"] = -bicleaner
+    found = {name: {str(v): noise_found_at(labels, s, v) for v in (0.05, 0.1, 0.2, 0.3, 0.5)}
+             for name, s in ranked.items()}
     return {
         "flag_rate": flag_rate,
         "precision": true_pos / max(int(np.count_nonzero(union & (noise | valid))), 1),
         "recall": true_pos / max(int(np.count_nonzero(noise)), 1),
         "auc": auc,
+        "noise_found_at_valid_share": found,
         "counts": {k: {"pairs": int(np.count_nonzero(labels == k)),
                        "reached_checks": int(np.count_nonzero((labels == k) & ~dropped)),
                        "dropped_by_cleaning": int(np.count_nonzero((labels == k) & dropped))}
@@ -254,18 +276,21 @@ def check_report(args) -> dict:
     n = len(labels)
     dropped = np.ones(n, dtype=bool)
     dropped[kept] = False
-    flags, scores, union_score = {}, {}, np.full(n, np.inf)  # dropped: flagged for sure
+    flags, scores = {}, {}
+    # dropped pairs: above all (+inf)
+    union_scores = {"union": np.full(n, np.inf), "union_max_margin": np.full(n, np.inf)}
     per_check, margin = check_scores(checks, settings)
     for name in per_check:
         f, s = np.zeros(n, dtype=bool), np.full(n, np.nan)
         f[kept], s[kept] = per_check[name][1], per_check[name][0]
         flags[name], scores[name] = f, s
-    union_score[kept] = margin
+    union_scores["union"][kept] = union_score(per_check, margin)
+    union_scores["union_max_margin"][kept] = margin
     bicleaner = None
     if labelled["bicleaner"] is not None:
         bicleaner = np.full(n, np.nan)
         bicleaner[row >= 0] = labelled["bicleaner"][row[row >= 0]]
-    out = report(labels, dropped, flags, scores, union_score, bicleaner)
+    out = report(labels, dropped, flags, scores, union_scores, bicleaner)
     out.update({
         "labelled": args.labelled, "clean_corpus": list(args.clean),
         "share": args.share, "pairs": {"labelled": int(np.count_nonzero(row >= 0)),

@@ -14,7 +14,12 @@ directory whose feature file holds pair checks):
   both ``--task translation`` and ``--task autoassist_translation`` train on OUT.
 
 The checks run at the settings that the feature file's header records, as the task reads
-them. Nothing in DATA changes; a flagged pair stays there.
+them. ``--drop-share S`` drops more than the flagged pairs: the share S of the training
+pairs that rank as most noise-like under the checks' combined evidence
+(:func:`.pair_checks.union_score`: the flagged pairs first, then the sum of the checks'
+standardised scores), for crawled corpora noisier than the checks' bars assume; every
+flagged pair goes even where they are more than S. Nothing in DATA changes; a dropped pair
+stays there.
 
 Example::
 
@@ -69,11 +74,17 @@ def open_training_sides(data: Path, src: str, tgt: str):
     return sides
 
 
-def flagged_pairs(data: Path, src: str, tgt: str) -> np.ndarray:
-    """Per binarised training pair, whether a pair check of its feature file flags it."""
+def flagged_pairs(data: Path, src: str, tgt: str, scores: bool = False):
+    """Per binarised training pair, whether a pair check of its feature file flags it; with
+    *scores*, also the union's noise score of each pair (:func:`.pair_checks.union_score`)."""
+    from .pair_checks import check_scores, union_score
     from .store import FeatureStore
 
-    return FeatureStore.open(str(Path(data) / f"train.{src}-{tgt}.autoassist")).suspect_pairs()
+    store = FeatureStore.open(str(Path(data) / f"train.{src}-{tgt}.autoassist"))
+    flags = store.suspect_pairs()
+    if not scores:
+        return flags
+    return flags, union_score(*check_scores(store.pair_checks(), store.pair_check_settings()))
 
 
 def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True) -> None:
@@ -115,24 +126,33 @@ def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True)
         build_features(str(out), src, tgt)
 
 
-def filter_flagged(data, out, features: bool = True) -> np.ndarray:
-    """Write OUT without the training pairs of DATA that the pair checks flag; return the
-    flags (one per binarised training pair of DATA)."""
+def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0):
+    """Write OUT without the training pairs of DATA that the pair checks flag, and with
+    *drop_share* > 0 without the next most noise-like pairs up to that share of all; return
+    (flags, dropped), one bool per binarised training pair of DATA."""
     data, out = Path(data), Path(out)
     if data.resolve() == out.resolve():
         raise ValueError("--out must differ from DATA: the filtered corpus is written beside it")
+    if not 0.0 <= drop_share < 1.0:
+        raise ValueError(f"--drop-share {drop_share} is out of range: give a share of the "
+                         "training pairs in [0, 1), e.g. 0.2")
     src, tgt = language_pair(data)
-    flags = flagged_pairs(data, src, tgt)
+    flags, score = flagged_pairs(data, src, tgt, scores=True)
     num_pairs = len(open_training_sides(data, src, tgt)[src])
     if len(flags) != num_pairs:
         raise ValueError(f"the pair checks of {data} cover {len(flags)} pairs, the training "
                          f"set has {num_pairs}: rebuild the features with autoassist-features")
     kept_lines(data, num_pairs)  # checked before anything is written
-    keep = np.flatnonzero(~flags)
+    dropped = flags.copy()
+    extra = int(round(drop_share * num_pairs)) - int(flags.sum())
+    if extra > 0:  # the flagged pairs rank above all others: the next ones by their score
+        order = np.argsort(-score, kind="stable")
+        dropped[order[:int(flags.sum()) + extra]] = True
+    keep = np.flatnonzero(~dropped)
     if not len(keep):
         raise ValueError(f"the pair checks flag every pair of {data}: nothing to train on")
     write_corpus(data, out, keep, features)
-    return flags
+    return flags, dropped
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -144,6 +164,10 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=Path, help="the filtered data directory to write")
     p.add_argument("--no-features", action="store_true",
                    help="do not build features for OUT (enough for --task translation)")
+    p.add_argument("--drop-share", type=float, default=0.0, metavar="S",
+                   help="drop the share S of the training pairs that rank as most noise-like "
+                        "(the flagged pairs first, then by the checks' combined scores; all "
+                        "flagged pairs even beyond S); default 0: the flagged pairs only")
     return p
 
 
@@ -152,12 +176,15 @@ def cli_main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
                         level=logging.INFO, stream=sys.stdout)
     try:
-        flags = filter_flagged(args.data, args.out, features=not args.no_features)
+        flags, dropped = filter_flagged(args.data, args.out, features=not args.no_features,
+                                        drop_share=args.drop_share)
     except (FileNotFoundError, ValueError) as err:
         print(f"autoassist-filter: error: {err}", file=sys.stderr)
         return 1
-    print(f"autoassist-filter: kept {int((~flags).sum())} of {len(flags)} training pairs "
-          f"({int(flags.sum())} flagged by the pair checks dropped) -> {args.out}")
+    more = int(dropped.sum() - flags.sum())
+    print(f"autoassist-filter: kept {int((~dropped).sum())} of {len(flags)} training pairs "
+          f"({int(flags.sum())} flagged by the pair checks dropped"
+          f"{f', and {more} more of the highest noise scores' if more else ''}) -> {args.out}")
     return 0
 
 

@@ -255,6 +255,38 @@ def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = Non
     return out, margin
 
 
+
+def union_score(per_check: Dict[str, tuple], margin: np.ndarray) -> np.ndarray:
+    """The union's continuous score (higher: more likely noise), to rank pairs: every pair
+    that a check flags above every pair that none flags, in the order of its largest margin
+    over a bar (*margin* of :func:`check_scores`); the others in the order of the sum of the
+    checks' scores, each standardised over the corpus (mean 0, sd 1).
+
+    The largest margin orders the unflagged pairs by their single strongest check; the sum
+    lets several weak signals add up, and no labels choose how (docs/results/paracrawl).
+
+    Args:
+        per_check (dict): name -> (score, flags), the first output of :func:`check_scores`.
+        margin (np.ndarray): the second output, > 0 exactly where a check flags.
+    """
+    margin = np.asarray(margin, dtype=np.float64)
+    total = np.zeros(len(margin))
+    for score, _ in per_check.values():
+        score = np.asarray(score, dtype=np.float64)
+        finite = np.isfinite(score)
+        if not finite.any():
+            continue
+        score = np.where(finite, score, np.median(score[finite]))  # no evidence: typical
+        sd = score.std()
+        if sd > 0:
+            total += (score - score.mean()) / sd
+    hit = margin > 0
+    if hit.any():
+        top = float(total[~hit].max()) if (~hit).any() else 0.0
+        over = np.nan_to_num(margin[hit], posinf=np.finfo(np.float64).max / 4)
+        total[hit] = top + 1.0 + over
+    return total
+
 def flag_counts(checks: np.ndarray, settings: Optional[PairCheckSettings] = None) -> Dict[str, int]:
     """Pairs flagged in all, and by each check."""
     per_check, _ = check_scores(checks, settings)
