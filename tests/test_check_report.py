@@ -83,6 +83,10 @@ def test_report_scores_each_check_on_the_labelled_pairs(corpus, tmp_path):
     for name, at in found.items():  # a looser bar finds at least as much noise
         assert 0 <= at["0.05"] <= at["0.1"] <= 1, name
     assert found["union"]["0.1"] > found["bicleaner"]["0.1"]
+    halves = report["auc_halves"]  # each half alone: near the whole file's figure
+    for key in ("even_rows", "odd_rows"):
+        assert abs(halves[key]["union"] - auc["union"]) < 0.1 and halves[key]["bicleaner"] < 1
+    assert halves["even_rows"]["union"] != halves["odd_rows"]["union"]
     assert report["pair_checks"]["checks"] == ["language", "unrelated", "digits", "lexical"]
 
     # the checks' settings are options: without the digits check it neither runs nor flags

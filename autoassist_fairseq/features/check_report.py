@@ -18,7 +18,9 @@ every check on the labelled pairs:
   (:func:`.pair_checks.union_score`; ``union_max_margin``: the union's pairs ranked by their
   largest margin alone) and ``bicleaner``; pairs the cleaning dropped rank above all;
 - ``noise_found_at_valid_share[score][s]``: the share of ``A``+``L`` pairs above the bar of
-  that score which ``V``+``F`` pairs pass but for a share s (0.05, 0.1, 0.2, 0.3, 0.5).
+  that score which ``V``+``F`` pairs pass but for a share s (0.05, 0.1, 0.2, 0.3, 0.5);
+- ``auc_halves``: those scores' AUCs on the even and on the odd rows of the labelled file,
+  two samples of it.
 
 Over 300 lines: one command's pipeline (read, mix, prepare, check, score), read top to
 bottom; each part is used by this command alone.
@@ -39,7 +41,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
@@ -218,10 +220,12 @@ def noise_found_at(labels: np.ndarray, score: np.ndarray, valid_share: float) ->
 
 
 def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray],
-           scores: Dict[str, np.ndarray], union_scores: Dict[str, np.ndarray], bicleaner) -> dict:
+           scores: Dict[str, np.ndarray], union_scores: Dict[str, np.ndarray], bicleaner,
+           half: Optional[np.ndarray] = None) -> dict:
     """The figures of the module's docstring. *labels*, *dropped*: every labelled pair and the
     clean pairs; *flags* / *scores*: per check, NaN / False where the pair was dropped;
-    *union_scores*: the union's scores by name, +inf where the pair was dropped."""
+    *union_scores*: the union's scores by name, +inf where the pair was dropped; *half*:
+    0 or 1 for the even and odd rows of the labelled file (-1 for the clean pairs)."""
     kinds = sorted(set(labels.tolist()))
     union = dropped.copy()
     for f in flags.values():
@@ -245,12 +249,18 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
         ranked["bicleaner"] = -bicleaner
     found = {name: {str(v): noise_found_at(labels, s, v) for v in (0.05, 0.1, 0.2, 0.3, 0.5)}
              for name, s in ranked.items()}
+    halves = {}
+    if half is not None:  # two samples of the labelled pairs: how far a figure moves
+        for h, key in ((0, "even_rows"), (1, "odd_rows")):
+            other = np.where(half == 1 - h, "other half", labels)
+            halves[key] = {name: _auc(other, s) for name, s in ranked.items()}
     return {
         "flag_rate": flag_rate,
         "precision": true_pos / max(int(np.count_nonzero(union & (noise | valid))), 1),
         "recall": true_pos / max(int(np.count_nonzero(noise)), 1),
         "auc": auc,
         "noise_found_at_valid_share": found,
+        "auc_halves": halves,
         "counts": {k: {"pairs": int(np.count_nonzero(labels == k)),
                        "reached_checks": int(np.count_nonzero((labels == k) & ~dropped)),
                        "dropped_by_cleaning": int(np.count_nonzero((labels == k) & dropped))}
@@ -290,7 +300,8 @@ def check_report(args) -> dict:
     if labelled["bicleaner"] is not None:
         bicleaner = np.full(n, np.nan)
         bicleaner[row >= 0] = labelled["bicleaner"][row[row >= 0]]
-    out = report(labels, dropped, flags, scores, union_scores, bicleaner)
+    out = report(labels, dropped, flags, scores, union_scores, bicleaner,
+                 half=np.where(row >= 0, row % 2, -1))
     out.update({
         "labelled": args.labelled, "clean_corpus": list(args.clean),
         "share": args.share, "pairs": {"labelled": int(np.count_nonzero(row >= 0)),
