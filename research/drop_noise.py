@@ -60,7 +60,7 @@ def read_labels(data, num_pairs):
     return labels[kept]
 
 
-def drop_noise(data, out, by="labels"):
+def drop_noise(data, out, by="labels", drop_share=0.0):
     data, out = Path(data), Path(out)
     if data.resolve() == out.resolve():
         fail("--out must differ from --data")
@@ -71,8 +71,8 @@ def drop_noise(data, out, by="labels"):
             if not (data / "train.kept-lines").exists():
                 fail(f"{data / 'train.kept-lines'} not found: rerun scripts/prepare-corpus.sh, "
                      "which writes it")
-            flags, _ = corpus_filter.filter_flagged(data, out)
-            labels = np.where(flags, "flagged", "clean").astype(object)
+            flags, dropped = corpus_filter.filter_flagged(data, out, drop_share=drop_share)
+            labels = np.where(flags, "flagged", np.where(dropped, "ranked", "clean")).astype(object)
         else:
             labels = read_labels(data, num_pairs)
             keep = np.flatnonzero(labels == "clean")
@@ -87,7 +87,7 @@ def drop_noise(data, out, by="labels"):
     if by == "checks" and (data / "train.noise-labels").exists():
         noise = read_labels(data, num_pairs)  # what the checks dropped, by the corpus's labels
         dropped = Counter(noise[labels != "clean"].tolist())
-        print("flagged by label: " + ", ".join(
+        print("dropped by label: " + ", ".join(
             f"{kind} {dropped[kind]} of {n}" for kind, n in sorted(Counter(noise.tolist()).items())))
     print(f"wrote {out}")
 
@@ -103,8 +103,14 @@ def main(argv=None):
     p.add_argument("--by", choices=("labels", "checks"), default="labels",
                    help="drop the pairs not labelled clean (labels, the oracle; needs "
                         "train.noise-labels) or the pairs the pair checks flag (checks)")
+    p.add_argument("--drop-share", type=float, default=0.0, metavar="S",
+                   help="with --by checks: autoassist-filter's --drop-share, the share S of "
+                        "the pairs that rank as most noise-like (those beyond the flagged "
+                        "ones count as 'ranked')")
     a = p.parse_args(argv)
-    drop_noise(a.data, a.out, a.by)
+    if a.drop_share and a.by != "checks":
+        p.error("--drop-share needs --by checks")
+    drop_noise(a.data, a.out, a.by, a.drop_share)
 
 
 if __name__ == "__main__":

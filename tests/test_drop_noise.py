@@ -78,6 +78,13 @@ def test_by_checks_drops_the_pairs_the_tasks_pair_checks_flag(tiny_data, tmp_pat
     copies = [i for i in range(n) if kinds[i] == "copy"]
     dropped_copies = sum(1 for i in copies if suspect[i])
     assert f"copy {dropped_copies} of {len(copies)}" in proc.stdout, proc.stdout
+    # --drop-share: the flagged pairs and the next ones by the union's score, counted apart
+    share = (int(suspect.sum()) + 10) / n
+    proc = _run("--data", data, "--by", "checks", "--drop-share", share, "--out", tmp_path / "c3")
+    assert proc.returncode == 0, proc.stderr
+    assert f"kept {n - int(suspect.sum()) - 10} of {n} pairs; dropped flagged " \
+        f"{int(suspect.sum())}, ranked 10" in proc.stdout, proc.stdout
+    assert _run("--data", data, "--drop-share", 0.2, "--out", tmp_path / "c4").returncode == 2
     (data / "train.noise-labels").unlink()  # labels are not needed
     assert _run("--data", data, "--by", "checks", "--out", tmp_path / "c2").returncode == 0
     out = tmp_path / "checked"
