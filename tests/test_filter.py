@@ -97,7 +97,7 @@ def test_drop_share_drops_the_flagged_pairs_then_the_most_noise_like(tiny_data, 
     out = tmp_path / "filtered"
     assert cli_main([str(data), "--out", str(out), "--drop-share", str(share),
                      "--no-features"]) == 0
-    _, score = flagged_pairs(data, "src", "tgt", scores=True)
+    _, score = flagged_pairs(data, "src", "tgt")
     kept = indexed_dataset.make_dataset(str(out / "train.src-tgt.src"), impl="mmap")
     assert len(kept) == n - n_flagged - 20
     assert "and 20 more of the highest noise scores" in capsys.readouterr().out

@@ -12,8 +12,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .figures import (MAX_DENSITY, REFERENCE_SHARE, data_pass, density,
-                               oracle_figures, reducible_losses, skip_figures, verdict)
+from .figures import (MAX_DENSITY, REFERENCE_SHARE, data_pass, density, oracle_figures,
+                      reducible_losses, skip_figures, verdict)
 
 logger = logging.getLogger("autoassist_fairseq.diagnose")
 

@@ -240,13 +240,10 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
             flag_rate[name]["+".join(group)] = float(f[pick].mean()) if pick.any() else float("nan")
     noise, valid = np.isin(labels, NOISE), np.isin(labels, VALID)
     true_pos = int(np.count_nonzero(union & noise))
-    auc = {name: _auc(labels, s) for name, s in scores.items()}
-    auc.update({name: _auc(labels, s) for name, s in union_scores.items()})
     ranked = dict(union_scores)
     if bicleaner is not None:
-        # higher Bicleaner scores mean a valid translation
-        auc["bicleaner"] = _auc(labels, -bicleaner)
-        ranked["bicleaner"] = -bicleaner
+        ranked["bicleaner"] = -bicleaner  # higher Bicleaner scores mean a valid translation
+    auc = {name: _auc(labels, s) for name, s in {**scores, **ranked}.items()}
     found = {name: {str(v): noise_found_at(labels, s, v) for v in (0.05, 0.1, 0.2, 0.3, 0.5)}
              for name, s in ranked.items()}
     halves = {}

@@ -74,16 +74,15 @@ def open_training_sides(data: Path, src: str, tgt: str):
     return sides
 
 
-def flagged_pairs(data: Path, src: str, tgt: str, scores: bool = False):
-    """Per binarised training pair, whether a pair check of its feature file flags it; with
-    *scores*, also the union's noise score of each pair (:func:`.pair_checks.union_score`)."""
+def flagged_pairs(data: Path, src: str, tgt: str):
+    """Per binarised training pair, whether a pair check of its feature file flags it (as the
+    task decides it), and the union's noise score of each pair
+    (:func:`.pair_checks.union_score`)."""
     from .pair_checks import check_scores, union_score
     from .store import FeatureStore
 
     store = FeatureStore.open(str(Path(data) / f"train.{src}-{tgt}.autoassist"))
     flags = store.suspect_pairs()
-    if not scores:
-        return flags
     return flags, union_score(*check_scores(store.pair_checks(), store.pair_check_settings()))
 
 
@@ -137,7 +136,7 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0):
         raise ValueError(f"--drop-share {drop_share} is out of range: give a share of the "
                          "training pairs in [0, 1), e.g. 0.2")
     src, tgt = language_pair(data)
-    flags, score = flagged_pairs(data, src, tgt, scores=True)
+    flags, score = flagged_pairs(data, src, tgt)
     num_pairs = len(open_training_sides(data, src, tgt)[src])
     if len(flags) != num_pairs:
         raise ValueError(f"the pair checks of {data} cover {len(flags)} pairs, the training "
