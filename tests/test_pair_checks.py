@@ -215,7 +215,7 @@ def test_lexical_settings_are_options_recorded_in_the_header(tmp_path):
     for parser in (build.get_parser(), check_report.get_parser()):
         text = parser.format_help()
         assert "--lexical-bar" in text and f"default: {LEXICAL_BAR}" in text
-        assert "default: language,unrelated,digits,script)" in " ".join(text.split())  # lexical: opt-in
+        assert "default: language,unrelated,digits,script,langid)" in " ".join(text.split())  # lexical: opt-in
     args = build.get_parser().parse_args(["data", "-s", "en", "-t", "de", "--lexical-bar", "-1",
                                           "--pair-checks", "language,lexical"])
     settings = settings_from_args(args)

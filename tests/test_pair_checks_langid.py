@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from autoassist_fairseq.features.langid_check import (LANGID_BAR, decode_pieces,
+from autoassist_fairseq.features import langid_check
+from autoassist_fairseq.features.langid_check import (LANGID_BAR, decode_pieces, identifier,
                                                       identifier_code, langid_scores,
-                                                      unshared_words)
+                                                      raw_scores, unshared_words)
 from autoassist_fairseq.features.pair_checks import (COLUMNS, DEFAULT_CHECKS, PairCheckSettings,
                                                      flag_counts, flagged, pair_checks,
                                                      settings_from_args)
@@ -39,8 +40,9 @@ def test_a_side_in_a_third_language_is_flagged_its_translation_not():
     score = langid_scores(src, tgt, "en", "de")
     # clean pairs (a hostel's shared name included) below the bar; Spanish, French above
     assert (score[:5] < LANGID_BAR).all() and (score[5:] > LANGID_BAR).all()
-    # the same through pair_checks, with fairseq-style codes; opt-in: not a default check
-    assert "langid" not in DEFAULT_CHECKS
+    # the same through pair_checks, with fairseq-style codes; a default check where
+    # py3langid is installed (as here)
+    assert "langid" in DEFAULT_CHECKS
     settings = PairCheckSettings(checks=("langid",))
     zeros = sp.csr_matrix((len(src), 8), dtype=np.float32)
     checks = pair_checks(zeros, zeros, settings=settings, texts=(src, tgt),
@@ -48,12 +50,31 @@ def test_a_side_in_a_third_language_is_flagged_its_translation_not():
     np.testing.assert_allclose(checks[:, COLUMNS.index("other_language_margin")], score)
     np.testing.assert_array_equal(np.where(flagged(checks, settings))[0], [5, 6])
     assert flag_counts(checks, settings)["langid"] == 2
-    # not asked for (with or without text): the column stays NaN and flags nothing
-    for kwargs in ({}, {"settings": PairCheckSettings(), "texts": (src, tgt)}):
+    # not asked for, or without the sentences: the column stays NaN and flags nothing
+    without = PairCheckSettings(checks=tuple(c for c in DEFAULT_CHECKS if c != "langid"))
+    for kwargs in ({}, {"settings": settings, "langs": ("en", "de")},
+                   {"settings": without, "texts": (src, tgt), "langs": ("en", "de")}):
         assert np.isnan(pair_checks(zeros, zeros, **kwargs)[:, -1]).all()
-    # asked for without text: an error, not a silently empty check
-    with pytest.raises(ValueError, match="the langid check needs each side's sentences"):
-        pair_checks(zeros, zeros, settings=settings, langs=("en", "de"))
+
+
+@pytest.mark.parametrize("cells", [1 << 22, 64])  # one walk, and many walks of a few texts
+def test_raw_scores_are_the_identifiers_own(cells, monkeypatch):
+    """The texts walked through the automaton together score as py3langid scores each alone:
+    texts of every length, upper case (which it lowers), other scripts, empty and
+    featureless texts, and a text longer than a walk's cells."""
+    monkeypatch.setattr(langid_check, "_CELLS", cells)
+    texts = (EN + DE + [ES, FR, "", "   ", "THE CHILDREN ARE PLAYING", "Дети играют в саду.",
+                        "子供たちは庭で遊んでいます。", "ab", " ".join(EN + DE) * 3])
+    got = raw_scores(texts)
+    ident = identifier()
+    for text, row in zip(texts, got):
+        # pylint: disable=protected-access
+        want = ident._raw_score(ident._encode(text))
+        if want.max() <= np.finfo(np.float32).min:  # no feature: the identifier's floor
+            assert np.isnan(row).all(), text
+        else:
+            np.testing.assert_allclose(row, want, rtol=1e-5, atol=0.02, err_msg=text)
+    assert np.isnan(got[texts.index("")]).all()
 
 
 def test_an_unknown_language_is_skipped_with_a_log_line(caplog):

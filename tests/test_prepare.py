@@ -213,6 +213,18 @@ def test_prepare_wmt14_offline_missing_files_are_listed(tmp_path):
 
 
 # -- a language pair segmented differently -------------------------------------------------
+ENGLISH_WORDS = """
+    account address airport animals another answer autumn balance because bedroom between
+    birthday borrow bottle breakfast brother building business camera candles careful
+    central century chicken children chocolate cinema climate clothes coffee college
+    comfort company concert correct country courage cousin culture curtain dancing daughter
+    decision dinner doctor economy evening example exercise factory family farmer festival
+    finger flowers forest freedom friend garden gentle glasses government guitar harbour
+    history holiday hospital husband island journey kitchen language library message
+    minute morning mountain museum neighbour nothing number office orange painting parents
+    picture planet pocket police present problem question railway remember restaurant
+    river season shelter summer teacher""".split()
+assert len(set(ENGLISH_WORDS)) == 100
 def write_segmented_pair(raw, n=1500, seed=3):
     """An English-Japanese-like corpus: the "en" side has few long words, the "ja" side
     the same content as many short tokens (each word becomes two tokens of one or two
@@ -220,11 +232,11 @@ def write_segmented_pair(raw, n=1500, seed=3):
     of "en" on every pair, in words and in BPE pieces alike (a BPE of 1000 pieces holds
     each of the 100 words and their tokens whole). Lines 5, 17 and 600 have an empty side, and 30 pairs (ids
     ``BAD``) are misaligned: their "ja" side belongs to a sentence 4 times as long.
-    Returns the ids of the broken pairs."""
+    The "en" words are English (a pretrained language identifier, the langid check, knows
+    random letters for no English). Returns the ids of the broken pairs."""
     rng = random.Random(seed)
     kana = [chr(c) for c in range(0x3042, 0x3094)]
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    words = ["".join(rng.choice(letters) for _ in range(rng.randint(6, 11))) for _ in range(100)]
+    words = ENGLISH_WORDS
     tokens = {w: ["".join(rng.choice(kana) for _ in range(rng.randint(1, 2))) for _ in range(2)]
               for w in words}
     particles = ["は", "が", "を", "に", "で"]

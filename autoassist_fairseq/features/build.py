@@ -79,11 +79,12 @@ def read_texts(prefix: str, symbols) -> list:
     """Each sentence of one binarised side as text, decoded from its subword pieces (the
     langid check's input; special symbols left out)."""
     tokens, offsets = read_side(prefix)
-    pieces = np.array(symbols, dtype=object)
     special = np.zeros(len(symbols), dtype=bool)
     special[[i for i, sym in enumerate(symbols) if sym in ("<s>", "<pad>", "</s>", "<unk>")]] = True
-    return [decode_pieces(pieces[ids[~special[ids]]])
-            for ids in (tokens[a:b] for a, b in zip(offsets[:-1], offsets[1:]))]
+    kept = ~special[tokens]
+    bounds = np.concatenate(([0], np.cumsum(kept)))[offsets].tolist()
+    pieces = np.asarray(symbols, dtype=object)[tokens[kept]].tolist()
+    return [decode_pieces(pieces[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def read_counts(data_dir: str, src: str, tgt: str, split: str = "train"):

@@ -165,12 +165,12 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     (:func:`language_scores`, :func:`unrelated_p_value`, :func:`digit_scores`,
     :func:`.lexical.lexical_scores`, :func:`.scripts.script_scores`,
     :func:`.langid_check.langid_scores`); the columns of a check that did not run
-    (``settings.checks``) are NaN, never flagged. The langid check needs *texts* (each side's
-    sentences) and *langs* (source and target language codes).
+    (``settings.checks``) are NaN, never flagged.
 
     *symbols*: the text of each subword id (one list for a joined dictionary, or a pair of
-    lists: source, target), which the digits and script checks need; without it, they do
-    not run.
+    lists: source, target), which the digits and script checks need; *texts* (each side's
+    sentences) and *langs* (source and target language codes), which the langid check needs.
+    Without them, those checks do not run (``autoassist-features`` always passes them).
 
     ``languages=False`` (two dictionaries: a column is not the same subword on both sides,
     so one identifier cannot be fitted over them) leaves the language columns NaN, never
@@ -192,9 +192,7 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                                       joined=languages, rare_script=settings.rare_script)
     if "lexical" in settings.checks:
         out[:, 7:9] = lexical_scores(src_counts, tgt_counts, joined=languages)
-    if "langid" in settings.checks:
-        if texts is None:
-            raise ValueError("the langid check needs each side's sentences (texts=...)")
+    if "langid" in settings.checks and texts is not None:
         out[:, 10] = langid_scores(*texts, *langs)
     return out
 
