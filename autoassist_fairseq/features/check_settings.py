@@ -53,8 +53,8 @@ CHECKS = ("language", "unrelated", "digits", "lexical", "script", "langid")
 # script check (:mod:`.scripts`) costs one sparse product per side. The langid check
 # (:mod:`.langid_check`) runs wherever py3langid is installed (setup.py installs it on Python
 # >= 3.10): with it the union finds 87-89% of the labelled crawled pairs with a side in a
-# wrong (mostly third) language, against 60-68%, for 8.0% of the valid ones, against 6.8%, and
-# about 1.5x the features' time on the shortest sentences (Tatoeba).
+# wrong (mostly third) language, against 60-68%, for 8.0% of the valid ones, against 6.8%; it
+# makes autoassist-features 1.4-1.6x slower on short sentences (Tatoeba), 2.2-2.6x on news.
 DEFAULT_CHECKS = ("language", "unrelated", "digits", "script") + (
     ("langid",) if importlib.util.find_spec("py3langid") is not None else ())
 # the header's key for a check's count of flags where it differs from the check's name: the

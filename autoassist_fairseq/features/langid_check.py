@@ -79,21 +79,23 @@ def decode_pieces(pieces: Sequence[str]) -> str:
 
 def _word_keys(sentences: Sequence[List[str]]) -> Tuple[dict, set]:
     """Each word's key (without case and edge punctuation), and the words holding a digit;
-    once per distinct word, since a corpus repeats its words."""
+    once per distinct word, since a corpus repeats its words. (Letters only: no digit; letters
+    and digits only: no edge punctuation either.)"""
     vocabulary = set()
     for words in sentences:
         vocabulary.update(words)
-    keys = {w: _EDGE_PUNCT.sub("", w).lower() for w in vocabulary}
-    return keys, {w for w in vocabulary if any(ch.isdigit() for ch in w)}
+    keys = {w: w.lower() if w.isalnum() else _EDGE_PUNCT.sub("", w).lower() for w in vocabulary}
+    return keys, {w for w in vocabulary if not w.isalpha() and any(map(str.isdigit, w))}
 
 
 def _unshared(sides: Sequence[List[str]], others: Sequence[List[str]], keys: dict,
               digits: set) -> List[str]:
     """:func:`unshared_words` of split sentences, with :func:`_word_keys` of all of them."""
+    key = keys.__getitem__
     out = []
     for side, other in zip(sides, others):
-        theirs = {keys[w] for w in other}
-        out.append(" ".join([w for w in side if keys[w] not in theirs and w not in digits]))
+        theirs = set(map(key, other))
+        out.append(" ".join([w for w in side if key(w) not in theirs and w not in digits]))
     return out
 
 
