@@ -199,17 +199,18 @@ def langid_scores(src_texts: Sequence[str], tgt_texts: Sequence[str], src_lang: 
         raise ValueError(f"langid check: {len(src_texts)} source sentences against "
                          f"{len(tgt_texts)} target sentences")
     out = np.full(len(src_texts), np.nan, dtype=np.float32)
-    src_words, tgt_words = [t.split() for t in src_texts], [t.split() for t in tgt_texts]
-    keys, digits = _word_keys(src_words + tgt_words)
-    for texts, others, lang in ((src_words, tgt_words, src_lang), (tgt_words, src_words,
-                                                                   tgt_lang)):
-        own = identifier_code(lang or "")
+    owns = [identifier_code(lang or "") for lang in (src_lang, tgt_lang)]
+    for lang, own in zip((src_lang, tgt_lang), owns):
         if own is None:
             logger.info(f"langid check: the identifier knows no language {lang!r}; that side "
                         "is not checked (known: ISO 639-1 codes such as en, de, es)")
-            continue
-        margins = side_margins(_unshared(texts, others, keys, digits), own)
-        out = np.fmax(out, margins)
+    if owns == [None, None]:
+        return out
+    src_words, tgt_words = [t.split() for t in src_texts], [t.split() for t in tgt_texts]
+    keys, digits = _word_keys(src_words + tgt_words)
+    for texts, others, own in ((src_words, tgt_words, owns[0]), (tgt_words, src_words, owns[1])):
+        if own is not None:
+            out = np.fmax(out, side_margins(_unshared(texts, others, keys, digits), own))
     return out
 
 
