@@ -44,6 +44,7 @@ FAIRSEQ_VERSION=0.12.3.1
 DEPENDENCIES=(
     hydra-core==1.3.2 omegaconf==2.3.0 antlr4-python3-runtime==4.9.3
     bitarray==3.12.3 cffi==2.1.1 pycparser==3.12 tensorboardX==2.6.5 setproctitle==1.3.8
+    py3langid==0.4.0
 )
 MAX_MIB=60
 DEFAULT_PYTHON="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")/versions/3.12.1/bin/python3.12"
