@@ -24,6 +24,7 @@ Multi30k and newstest at 7; docs/results/paracrawl/README.md). The score of a pa
 larger margin of its two sides (NaN: no side could be judged).
 """
 
+import functools
 import logging
 import re
 from typing import List, Optional, Sequence, Tuple
@@ -120,7 +121,11 @@ class _Tables:
         self.pc = np.asarray(ident.nb_pc, dtype=np.float32)
 
 
-_TABLES = None
+@functools.lru_cache(maxsize=1)
+def _tables() -> _Tables:
+    return _Tables(identifier())
+
+
 _CELLS = 1 << 22  # bytes x texts walked at once: bounds the two int32 work arrays at 16 MiB each
 
 
@@ -143,11 +148,7 @@ def raw_scores(texts: Sequence[str]) -> np.ndarray:
     walked through the identifier's automaton together, one byte position at a time (sorted
     by length, so that the texts still walking are a suffix), instead of byte by byte in
     Python: about 5x faster, equal up to float32 rounding of the sum's order."""
-    global _TABLES
-    ident = identifier()
-    if _TABLES is None:
-        _TABLES = _Tables(ident)
-    t = _TABLES
+    ident, t = identifier(), _tables()
     # pylint: disable=protected-access  (the identifier's own normalisation of a text)
     encoded = [ident._encode(text) for text in texts]
     lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
