@@ -2,6 +2,7 @@
 of its own, with its own exit code, output, environment and working directory, and a
 timeout leaves nothing running."""
 
+import json
 import os
 import signal
 import subprocess
@@ -89,3 +90,55 @@ def test_other_commands_are_refused_here_and_run_with_subprocess():
         warm.run(["bash", "-c", "true"])
     proc = warm.run_command(["bash", "-c", "echo started by subprocess; exit 4"])
     assert proc.returncode == 4 and proc.stdout == "started by subprocess\n"
+
+
+CHILDREN = r'''
+import json, os, subprocess, sys
+child = [sys.executable, "-c"]
+out = {"pid": os.getpid()}
+# forked: torch is already imported; its own pid, this process as its parent; exit code kept
+p = subprocess.run(child + ["import os, sys; print('torch' in sys.modules, os.getppid()); "
+                            "sys.exit(5)"], capture_output=True, text=True)
+out["forked"], out["code"] = p.stdout.split(), p.returncode
+# its environment, working directory, argv and stdin as asked; stderr apart from stdout
+p = subprocess.run(child + ["import os, sys; print(os.environ.get('W'), os.getcwd(), sys.argv, "
+                            "sys.stdin.read()); print('err', file=sys.stderr)", "a"],
+                   input="fed", env={"W": "set"}, cwd=sys.argv[1], capture_output=True, text=True)
+out["setup"], out["stderr"] = p.stdout.split(), p.stderr
+# -m: the module as __main__; an uncaught exception: 1 and the traceback
+p = subprocess.run([sys.executable, "-m", "json.tool"], input='{"a": 1}', capture_output=True,
+                   text=True)
+out["module"] = json.loads(p.stdout)
+p = subprocess.run(child + ["raise ValueError('named')"], capture_output=True, text=True)
+out["raised"] = [p.returncode, "ValueError: named" in p.stderr]
+# a new session when asked; terminate() reaches it; a pipe of ours is not held by the child
+r, w = os.pipe()
+p = subprocess.Popen(child + [f"import os, time; print(os.getsid(0), os.path.exists('/proc/self/fd/{w}'), "
+                              "flush=True); time.sleep(60)"],
+                     stdout=subprocess.PIPE, text=True, start_new_session=True)
+sid, held = p.stdout.readline().split()
+out["session"] = [int(sid) == p.pid, held]
+p.terminate()
+out["terminated"] = p.wait(timeout=10)
+# anything else execs as before
+out["shell"] = subprocess.run("echo $0", shell=True, capture_output=True, text=True).stdout.strip()
+print(json.dumps(out))
+'''
+
+
+def test_python_children_of_a_command_are_forked_too(tmp_path):
+    """warm_children: a command's own `python -c/-m` children skip the imports too, and keep
+    what a started interpreter gets (see the module)."""
+    script = tmp_path / "parent.py"
+    script.write_text(CHILDREN)
+    proc = warm.run([sys.executable, script, tmp_path], timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["forked"] == ["True", str(out["pid"])] and out["code"] == 5
+    assert out["setup"] == ["set", str(tmp_path), "['-c',", "'a']", "fed"]
+    assert out["stderr"] == "err\n"
+    assert out["module"] == {"a": 1}
+    assert out["raised"] == [1, True]
+    assert out["session"] == [True, "False"]
+    assert out["terminated"] == -signal.SIGTERM
+    assert out["shell"] == "/bin/sh"

@@ -20,6 +20,8 @@ import sys
 import tempfile
 from importlib.metadata import entry_points
 
+import warm_children
+
 # what the server imports once: what a fairseq command imports before its first step. Not
 # this package: a command that leaves out --user-dir must find the task unregistered.
 PRELOAD = ["torch", "sklearn.linear_model", "fairseq_cli.train", "fairseq_cli.preprocess",
@@ -46,7 +48,9 @@ def _console_script(name):
 
 def _child(argv, out_path, err_path, env, cwd):
     """In the forked process: the command's own session, environment, working directory,
-    output files and argv, then its entry point, exiting with its code."""
+    output files and argv, then its entry point, exiting with its code. The ``python -c/-m``
+    commands that it starts are forked from it in turn (:mod:`warm_children`)."""
+    warm_children.install()
     os.setsid()
     for fd, path in ((1, out_path), (2, err_path)):
         with open(path, "w") as f:
