@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import warm
+import warm_shims
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "scripts"
@@ -37,10 +38,10 @@ def script_env():
 def run(cmd, timeout=600, check=True, **kwargs):
     """Run a command (scripts with bash); on failure show its output."""
     cmd = [str(c) for c in cmd]
-    if cmd[0].endswith(".sh"):
-        cmd = ["bash"] + cmd
-    proc = warm.run_command(cmd, timeout=timeout, env=kwargs.pop("env", script_env()),
-                            **kwargs)
+    env = kwargs.pop("env", script_env())
+    if cmd[0].endswith(".sh"):  # its fairseq commands forked from a warm process
+        cmd, env = ["bash"] + cmd, warm_shims.environment(env)
+    proc = warm.run_command(cmd, timeout=timeout, env=env, **kwargs)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
                              f"{proc.stdout[-5000:]}\n{proc.stderr[-5000:]}")

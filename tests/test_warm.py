@@ -12,6 +12,7 @@ import time
 import pytest
 
 import warm
+import warm_shims
 from utils import running
 
 
@@ -95,10 +96,12 @@ def test_other_commands_are_refused_here_and_run_with_subprocess():
 CHILDREN = r'''
 import json, os, subprocess, sys
 child = [sys.executable, "-c"]
-out = {"pid": os.getpid()}
+import multiprocessing
+out = {"pid": os.getpid(), "start_method": multiprocessing.get_start_method()}
 # forked: torch is already imported; its own pid, this process as its parent; exit code kept
-p = subprocess.run(child + ["import os, sys; print('torch' in sys.modules, os.getppid()); "
-                            "sys.exit(5)"], capture_output=True, text=True)
+p = subprocess.run(child + ["import multiprocessing, os, sys; print('torch' in sys.modules, "
+                            "os.getppid(), multiprocessing.get_start_method()); sys.exit(5)"],
+                   capture_output=True, text=True)
 out["forked"], out["code"] = p.stdout.split(), p.returncode
 # its environment, working directory, argv and stdin as asked; stderr apart from stdout
 p = subprocess.run(child + ["import os, sys; print(os.environ.get('W'), os.getcwd(), sys.argv, "
@@ -134,7 +137,11 @@ def test_python_children_of_a_command_are_forked_too(tmp_path):
     proc = warm.run([sys.executable, script, tmp_path], timeout=60)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["forked"] == ["True", str(out["pid"])] and out["code"] == 5
+    # multiprocessing starts processes as in a started interpreter (not from a new forkserver)
+    cold = subprocess.run([sys.executable, "-c", "import multiprocessing as m; print(m.get_start_method())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert out["forked"] == ["True", str(out["pid"]), cold] and out["code"] == 5
+    assert out["start_method"] == cold
     assert out["setup"] == ["set", str(tmp_path), "['-c',", "'a']", "fed"]
     assert out["stderr"] == "err\n"
     assert out["module"] == {"a": 1}
@@ -142,3 +149,41 @@ def test_python_children_of_a_command_are_forked_too(tmp_path):
     assert out["session"] == [True, "False"]
     assert out["terminated"] == -signal.SIGTERM
     assert out["shell"] == "/bin/sh"
+
+
+def test_shell_scripts_start_the_shimmed_commands_forked(tmp_path):
+    """warm_shims: a script's command runs forked from the warm server, with the script's
+    stdin, stdout, stderr, environment and directory, and ends with the script's shim."""
+    env = warm_shims.environment(dict(os.environ, W="set"), names=("python",))
+    script = ("cd \"$1\"; echo fed | python -c 'import multiprocessing, os, sys; "
+              "print(\"torch\" in sys.modules, os.getppid() != int(sys.argv[1]), "
+              "multiprocessing.get_start_method(), "
+              "os.environ[\"W\"], os.getcwd(), sys.stdin.read().strip()); "
+              "print(\"err\", file=sys.stderr); sys.exit(3)' $$; echo rc=$?; "
+              "python -c 'import os, signal; os.kill(os.getpid(), signal.SIGTERM)'; echo rc=$?")
+    proc = subprocess.run(["bash", "-c", script, "bash", tmp_path], env=env,
+                          capture_output=True, text=True, timeout=60)
+    cold = subprocess.run([sys.executable, "-c", "import multiprocessing as m; print(m.get_start_method())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert proc.stdout.split("\n")[:3] == [f"True True {cold} set {tmp_path} fed", "rc=3",
+                                           "rc=143"]
+    assert proc.stderr.splitlines()[0] == "err"  # then bash reports the SIGTERM
+    # a signal to the shim reaches the command; a killed shim takes the command with it
+    pid_file = tmp_path / "pid"
+    for signum, code in ((signal.SIGTERM, -signal.SIGTERM), (signal.SIGKILL, -signal.SIGKILL)):
+        pid_file.unlink(missing_ok=True)
+        shim = subprocess.Popen(
+            ["python", "-c", f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+             "time.sleep(600)"], env=env)
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and shim.poll() is None
+            time.sleep(0.05)
+        command = int(pid_file.read_text())
+        assert command != shim.pid and running(command)
+        shim.send_signal(signum)
+        assert shim.wait(timeout=10) == code
+        deadline = time.monotonic() + 5
+        while running(command) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not running(command)

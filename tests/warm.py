@@ -51,6 +51,7 @@ def _child(argv, out_path, err_path, env, cwd):
     output files and argv, then its entry point, exiting with its code. The ``python -c/-m``
     commands that it starts are forked from it in turn (:mod:`warm_children`)."""
     warm_children.install()
+    warm_children.default_start_method()
     os.setsid()
     for fd, path in ((1, out_path), (2, err_path)):
         with open(path, "w") as f:
@@ -58,12 +59,22 @@ def _child(argv, out_path, err_path, env, cwd):
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
+    main(argv)
+
+
+def main(argv):
+    """Run *argv*, a console script or ``python -m MODULE``/``python SCRIPT``/``python -c
+    CODE``, in this process, as its interpreter would (``SystemExit`` with its code)."""
     name = os.path.basename(argv[0])
     if name.startswith("python") or argv[0] == sys.executable:
         if argv[1] == "-m":
-            sys.path.insert(0, cwd)  # as `python -m` puts the working directory first
+            sys.path.insert(0, os.getcwd())  # as `python -m` puts the working directory first
             sys.argv = [argv[2], *argv[3:]]
             runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
+        elif argv[1] == "-c":
+            sys.path.insert(0, "")
+            sys.argv = ["-c", *argv[3:]]
+            exec(compile(argv[2], "<string>", "exec"), {"__name__": "__main__"})  # noqa: S102
         else:
             sys.argv = argv[1:]
             sys.path.insert(0, os.path.dirname(os.path.abspath(argv[1])))

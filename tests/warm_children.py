@@ -16,10 +16,10 @@ other command, and any call with ``shell``, ``preexec_fn``, ``user``/``group`` o
 ``umask``, goes to the real exec.
 """
 
+import multiprocessing.context
 import multiprocessing.process
 import multiprocessing.util
 import os
-import runpy
 import signal
 import stat
 import subprocess
@@ -30,15 +30,15 @@ import traceback
 _exec_child = subprocess.Popen._execute_child
 
 
-def _python_code(args, executable, shell, preexec_fn, gid, gids, uid, umask):
-    """``("-c", CODE, argv)`` or ``("-m", MODULE, argv)`` for a forkable call, else None."""
+def _python_argv(args, executable, shell, preexec_fn, gid, gids, uid, umask):
+    """The argv of a forkable call (``python -c ...`` or ``python -m ...``), else None."""
     if (shell or preexec_fn is not None or gid is not None or gids is not None
             or uid is not None or umask >= 0 or isinstance(args, (str, bytes, os.PathLike))):
         return None
     args = [os.fsdecode(a) for a in args]
     if len(args) < 3 or args[1] not in ("-c", "-m") or (executable or args[0]) != sys.executable:
         return None
-    return args[1], args[2], args[3:]
+    return args
 
 
 def _reset_signals():
@@ -69,17 +69,11 @@ def _close_other_pipes(keep):
             os.close(fd)
 
 
-def _run(kind, target, argv):
-    """Run the program as ``python -c``/``-m`` would; its exit code."""
+def exit_code(program):
+    """Run *program()* as an interpreter runs its main program; the exit code it ends with
+    (``SystemExit``'s; 1 and the traceback for an uncaught exception)."""
     try:
-        if kind == "-c":
-            sys.argv = ["-c", *argv]
-            sys.path.insert(0, "")
-            exec(compile(target, "<string>", "exec"), {"__name__": "__main__"})  # noqa: S102
-        else:
-            sys.argv = [target, *argv]
-            sys.path.insert(0, os.getcwd())
-            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        program()
         return 0
     except SystemExit as stop:
         if stop.code is None or isinstance(stop.code, int):
@@ -91,8 +85,54 @@ def _run(kind, target, argv):
         return 1
 
 
-def _child(code, cwd, env, fds, close_fds, pass_fds, start_new_session, process_group):
+def stdin_from_fd0():
+    """sys.stdin on fd 0, as a started interpreter has it (a forked multiprocessing child
+    reads /dev/null instead)."""
+    try:
+        sys.stdin = open(0, encoding=sys.stdin.encoding if sys.stdin else None, closefd=False)
+    except OSError:
+        sys.stdin = None
+
+
+def default_start_method():
+    """multiprocessing's start method back to the platform's default: a forkserver's child
+    has it forced to ``forkserver``, which would start each Pool or DataLoader worker from
+    a new, cold server (about 5 s each)."""
+    multiprocessing.context._default_context._actual_context = None  # pylint: disable=protected-access
+
+
+def reset_for_child():
+    """In a freshly forked child: signals as a new interpreter has them, and none of the
+    parent's multiprocessing state (daemon flag, children, finalizers)."""
+    _reset_signals()
+    # not daemonic (a forkserver's daemonic child may not start a Pool), no parent process
+    process = multiprocessing.process
+    process._current_process._config.pop("daemon", None)  # pylint: disable=protected-access
+    process._parent_process = None  # pylint: disable=protected-access
+    process._children = set()  # pylint: disable=protected-access
+    default_start_method()
+    multiprocessing.util._finalizer_registry.clear()  # pylint: disable=protected-access
+    multiprocessing.util._run_after_forkers()  # pylint: disable=protected-access
+
+
+def end_child(status):
+    """Let non-daemon threads and multiprocessing children end, flush, and exit."""
+    try:
+        threading._shutdown()  # pylint: disable=protected-access
+        multiprocessing.util._exit_function()  # pylint: disable=protected-access
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        os._exit(status)  # pylint: disable=protected-access
+
+
+def _child(argv, cwd, env, fds, close_fds, pass_fds, start_new_session, process_group):
     """In the forked child: the caller's requested process set-up, then the program."""
+    import warm  # pylint: disable=import-outside-toplevel  (warm imports this module)
+
     status = 1
     try:
         p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite = fds
@@ -113,28 +153,16 @@ def _child(code, cwd, env, fds, close_fds, pass_fds, start_new_session, process_
         if env is not None:
             os.environ.clear()
             os.environ.update({os.fsdecode(k): os.fsdecode(v) for k, v in env.items()})
-        try:  # a forked multiprocessing child reads /dev/null as sys.stdin, not fd 0
-            sys.stdin = open(0, encoding=sys.stdin.encoding if sys.stdin else None, closefd=False)
-        except OSError:
-            sys.stdin = None
+        stdin_from_fd0()
         if os.environ.get("PYTHONUNBUFFERED"):
             sys.stdout.reconfigure(write_through=True)
             sys.stderr.reconfigure(write_through=True)
-        _reset_signals()
-        # as multiprocessing's own forked children: none of the caller's children are ours
-        multiprocessing.process._children = set()  # pylint: disable=protected-access
-        multiprocessing.util._finalizer_registry.clear()  # pylint: disable=protected-access
-        multiprocessing.util._run_after_forkers()  # pylint: disable=protected-access
-        status = _run(*code)
-        threading._shutdown()  # pylint: disable=protected-access  (non-daemon threads end)
-        multiprocessing.util._exit_function()  # pylint: disable=protected-access
+        reset_for_child()
+        status = exit_code(lambda: warm.main(argv))
+    except BaseException:  # pylint: disable=broad-except  (the set-up failed: say why)
+        traceback.print_exc()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(status)  # pylint: disable=protected-access
+        end_child(status)
 
 
 def _execute_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env,
@@ -142,8 +170,8 @@ def _execute_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd,
                    errread, errwrite, restore_signals, gid, gids, uid, umask,
                    start_new_session, process_group):
     """``subprocess.Popen._execute_child``, forking a Python program in place of its exec."""
-    code = _python_code(args, executable, shell, preexec_fn, gid, gids, uid, umask)
-    if code is None:
+    argv = _python_argv(args, executable, shell, preexec_fn, gid, gids, uid, umask)
+    if argv is None:
         return _exec_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env,
                            startupinfo, creationflags, shell, p2cread, p2cwrite, c2pread,
                            c2pwrite, errread, errwrite, restore_signals, gid, gids, uid,
@@ -153,7 +181,7 @@ def _execute_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd,
     fds = (p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
     pid = os.fork()
     if pid == 0:
-        _child(code, cwd, env, fds, close_fds, pass_fds, start_new_session, process_group)
+        _child(argv, cwd, env, fds, close_fds, pass_fds, start_new_session, process_group)
     self.pid = pid
     self._child_created = True  # pylint: disable=protected-access
     self._close_pipe_fds(*fds)  # pylint: disable=protected-access
