@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -187,3 +188,23 @@ def test_shell_scripts_start_the_shimmed_commands_forked(tmp_path):
         while running(command) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not running(command)
+
+
+def test_the_shim_server_ends_with_the_process_that_started_it(tmp_path):
+    """No server outlives its pytest process, even one that ends without clean-up."""
+    script = tmp_path / "starts.py"
+    script.write_text("import os, sys\n"
+                      f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+                      "import warm_shims\n"
+                      "if __name__ == '__main__':\n"
+                      "    env = warm_shims.environment(dict(os.environ))\n"
+                      "    folder, _, server = warm_shims._started[warm_shims.SHIMMED]\n"
+                      "    print(server.pid, folder, flush=True)\n"
+                      "    os._exit(0)\n")
+    proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    pid, folder = proc.stdout.split()
+    deadline = time.monotonic() + 10
+    while running(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running(int(pid)) and not os.path.exists(folder)  # its shims removed too

@@ -11,12 +11,16 @@ Invariant: to the script the shim is the command. It exits with the command's co
 killed by the same signal); SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to it reach the command's
 process group; and when the shim dies (SIGKILL included) the command and its children are
 killed with it, so nothing outlives the script. The command runs in a session of its own.
+The server ends when the pytest process that started it does (its forkserver's end).
 """
 
+import atexit
 import json
+import multiprocessing.forkserver
 import os
 import selectors
 import signal
+import shutil
 import socket
 import sys
 import tempfile
@@ -97,13 +101,20 @@ def _fork_command(request, fds, server_sockets):
 def _serve(path):
     """The server: one forked command per shim connection, its exit code sent back."""
     warm_children.stdin_from_fd0()
+    # a forkserver lives while its children hold this pipe's write end; the server must not
+    # keep it alive: its end is how the server learns that the tests are gone
+    forkserver = multiprocessing.forkserver._forkserver  # pylint: disable=protected-access
+    if forkserver._forkserver_alive_fd is not None:  # pylint: disable=protected-access
+        os.close(forkserver._forkserver_alive_fd)  # pylint: disable=protected-access
+        forkserver._forkserver_alive_fd = None  # pylint: disable=protected-access
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(path)
     listener.listen(16)
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     commands = {}  # pid -> the shim's connection
-    while True:
+    parent = os.getppid()  # the forkserver, which ends with the pytest process
+    while os.getppid() == parent:
         for key, _ in selector.select(timeout=0.1):
             if key.fileobj is listener:
                 conn, _ = listener.accept()
@@ -139,6 +150,12 @@ def _serve(path):
                 except OSError:
                     pass
                 conn.close()
+    for pid in commands:  # the tests are gone: nothing of theirs may stay
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
 def environment(env, names=SHIMMED):
@@ -146,6 +163,7 @@ def environment(env, names=SHIMMED):
     started once per process, on first use)."""
     if names not in _started:
         folder = tempfile.mkdtemp(prefix="warm-shims-")
+        atexit.register(shutil.rmtree, folder, True)
         path = os.path.join(folder, "server.sock")
         for name in names:
             shim = os.path.join(folder, name)
