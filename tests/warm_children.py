@@ -13,7 +13,8 @@ asked for, signal handlers reset to what a new interpreter has, the caller's par
 pipe ends and (``close_fds``) its other pipes and sockets closed, and it exits with the
 code of the program's ``SystemExit`` (1 and a traceback for an uncaught exception). Any
 other command, and any call with ``shell``, ``preexec_fn``, ``user``/``group`` or
-``umask``, goes to the real exec.
+``umask``, goes to the real exec. A fork copies the caller's locks as they are: the research
+tools start their children from their only thread, so none is held then.
 """
 
 import multiprocessing.context
