@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from autoassist_fairseq.features import check_report
+from autoassist_fairseq.features import bootstrap, check_report
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -88,6 +88,19 @@ def test_report_scores_each_check_on_the_labelled_pairs(corpus, tmp_path):
         assert abs(halves[key]["union"] - auc["union"]) < 0.1 and halves[key]["bicleaner"] < 1
     assert halves["even_rows"]["union"] != halves["odd_rows"]["union"]
     assert report["pair_checks"]["checks"] == ["language", "unrelated", "digits", "lexical"]
+    # how far each goal's figure would move on another sample of 300 labelled pairs
+    intervals = report["intervals"]
+    assert set(intervals) == {"union A+L", "union V+F", "union L", "precision", "recall",
+                              "auc union", "auc bicleaner"}
+    point = {"union A+L": rate["union"]["A+L"], "union V+F": rate["union"]["V+F"],
+             "union L": rate["union"]["L"], "precision": report["precision"],
+             "recall": report["recall"], "auc union": auc["union"],
+             "auc bicleaner": auc["bicleaner"]}
+    for name, iv in intervals.items():
+        assert iv["replicates"] == 1000 and iv["low"] <= point[name] <= iv["high"], name
+        assert iv["two_samples_95"] == pytest.approx(1.96 * 2 ** 0.5 * iv["sd"]), name
+    # 50 L pairs vary more than the 250 pairs of A+L
+    assert intervals["union L"]["sd"] > intervals["union A+L"]["sd"] > 0
 
     # the checks' settings are options: without the digits check it neither runs nor flags
     check_report.cli_main([str(labelled), "--clean", str(path / "clean"), "--src", "en",
@@ -112,6 +125,24 @@ def test_report_refuses_bad_input_with_the_fix(corpus, tmp_path, caplog):
         check_report.mix(check_report.read_labelled(str(labelled), "en", "de"),
                          ["a"] * 900, ["b"] * 900, 0.1, 0)
     assert check_report.cli_main(args[:-4] + ["--tgt", "de", "--out", "x", "--share", "1.5"]) == 2
+    assert check_report.cli_main(args[:-4] + ["--tgt", "de", "--out", "x", "--bootstrap", "1"]) == 2
+    assert "--bootstrap needs 0 (no intervals) or at least 2 resamples" in caplog.text
+
+
+def test_bootstrap_gives_the_sampling_spread_of_a_figure():
+    """The share of ones among 400 rows, 200 of them ones: its standard error is
+    sqrt(0.25 / 400) = 0.025; a figure no resample can compute is left out."""
+    rows = np.repeat([0.0, 1.0], 200)
+    out = bootstrap.bootstrap(lambda index: {"share": rows[index].mean(), "never": float("nan")},
+                              len(rows), replicates=2000, seed=1)
+    assert set(out) == {"share"}
+    share = out["share"]
+    assert share["sd"] == pytest.approx(0.025, rel=0.1)
+    assert share["low"] == pytest.approx(0.5 - 1.96 * 0.025, abs=0.01)
+    assert share["high"] == pytest.approx(0.5 + 1.96 * 0.025, abs=0.01)
+    assert share["two_samples_95"] == pytest.approx(1.96 * 2 ** 0.5 * 0.025, rel=0.1)
+    with pytest.raises(ValueError, match="at least 2 replicates"):
+        bootstrap.bootstrap(lambda index: {}, 10, replicates=1)
 
 
 def test_union_score_ranks_flagged_pairs_first_then_adds_the_checks_evidence():

@@ -20,7 +20,10 @@ every check on the labelled pairs:
 - ``noise_found_at_valid_share[score][s]``: the share of ``A``+``L`` pairs above the bar of
   that score which ``V``+``F`` pairs pass but for a share s (0.05, 0.1, 0.2, 0.3, 0.5);
 - ``auc_halves``: those scores' AUCs on the even and on the odd rows of the labelled file,
-  two samples of it.
+  two samples of it;
+- ``intervals[figure]``: for the goals' figures (:func:`key_figures`), how far each would
+  move on another labelled sample of the same size drawn the same way (:mod:`.bootstrap`
+  over the labelled pairs, ``--bootstrap`` resamples).
 
 Over 300 lines: one command's pipeline (read, mix, prepare, check, score), read top to
 bottom; each part is used by this command alone.
@@ -46,6 +49,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from .bootstrap import bootstrap
 from .pair_checks import PairCheckSettings, add_settings_arguments, check_scores, pair_checks, \
     settings_from_args, union_score
 from .langid_check import decode_pieces
@@ -219,6 +223,25 @@ def noise_found_at(labels: np.ndarray, score: np.ndarray, valid_share: float) ->
     return float(np.mean(noise > bar))
 
 
+def key_figures(labels: np.ndarray, union: np.ndarray, union_scores: np.ndarray,
+                bicleaner: Optional[np.ndarray]) -> Dict[str, float]:
+    """The goals' figures: the union's flag rates of A+L, V+F and L, its precision and
+    recall, and the AUCs of the union's score and of Bicleaner's (*union*: dropped or
+    flagged; *union_scores*: +inf where dropped)."""
+    out = {}
+    for name, group in (("union A+L", AUC_NOISE), ("union V+F", VALID), ("union L", ("L",))):
+        pick = np.isin(labels, group)
+        out[name] = float(union[pick].mean()) if pick.any() else float("nan")
+    noise, valid = np.isin(labels, NOISE), np.isin(labels, VALID)
+    true_pos = int(np.count_nonzero(union & noise))
+    out["precision"] = true_pos / max(int(np.count_nonzero(union & (noise | valid))), 1)
+    out["recall"] = true_pos / max(int(np.count_nonzero(noise)), 1)
+    out["auc union"] = _auc(labels, union_scores)
+    if bicleaner is not None:
+        out["auc bicleaner"] = _auc(labels, -bicleaner)
+    return out
+
+
 def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray],
            scores: Dict[str, np.ndarray], union_scores: Dict[str, np.ndarray], bicleaner,
            half: Optional[np.ndarray] = None) -> dict:
@@ -238,8 +261,7 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
         for group in (AUC_NOISE, VALID):  # the goals' groups: A+L, V+F
             pick = np.isin(labels, group) & reached
             flag_rate[name]["+".join(group)] = float(f[pick].mean()) if pick.any() else float("nan")
-    noise, valid = np.isin(labels, NOISE), np.isin(labels, VALID)
-    true_pos = int(np.count_nonzero(union & noise))
+    goals = key_figures(labels, union, union_scores["union"], bicleaner)
     ranked = dict(union_scores)
     if bicleaner is not None:
         ranked["bicleaner"] = -bicleaner  # higher Bicleaner scores mean a valid translation
@@ -253,8 +275,8 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
             halves[key] = {name: _auc(other, s) for name, s in ranked.items()}
     return {
         "flag_rate": flag_rate,
-        "precision": true_pos / max(int(np.count_nonzero(union & (noise | valid))), 1),
-        "recall": true_pos / max(int(np.count_nonzero(noise)), 1),
+        "precision": goals["precision"],
+        "recall": goals["recall"],
         "auc": auc,
         "noise_found_at_valid_share": found,
         "auc_halves": halves,
@@ -299,6 +321,16 @@ def check_report(args) -> dict:
         bicleaner[row >= 0] = labelled["bicleaner"][row[row >= 0]]
     out = report(labels, dropped, flags, scores, union_scores, bicleaner,
                  half=np.where(row >= 0, row % 2, -1))
+    if args.bootstrap:
+        union = dropped | np.any(list(flags.values()), axis=0) if flags else dropped
+        drawn = np.flatnonzero(row >= 0)  # a new labelled sample; the clean pairs stay
+
+        def figures(index):
+            pick = drawn[index]
+            return key_figures(labels[pick], union[pick], union_scores["union"][pick],
+                               None if bicleaner is None else bicleaner[pick])
+
+        out["intervals"] = bootstrap(figures, len(drawn), args.bootstrap, args.seed)
     out.update({
         "labelled": args.labelled, "clean_corpus": list(args.clean),
         "share": args.share, "pairs": {"labelled": int(np.count_nonzero(row >= 0)),
@@ -343,6 +375,10 @@ def get_parser() -> argparse.ArgumentParser:
                         help="most pieces a side, as prepare-corpus.sh (default: 250)")
     parser.add_argument("--max-chars", type=int, default=2000,
                         help="most characters a side, as prepare-corpus.sh (default: 2000)")
+    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                        help="resamples of the labelled pairs for 'intervals': how far each "
+                             "goal's figure would move on another sample of the same size "
+                             "(0: none; default: 1000)")
     parser.add_argument("--workdir", default=None,
                         help="folder for the temporary prepared text (default: the system's)")
     add_settings_arguments(parser)
@@ -355,6 +391,10 @@ def cli_main(argv=None) -> int:
                         level=logging.INFO, stream=sys.stdout)
     if not 0.0 < args.share < 1.0:
         logger.error(f"--share must be between 0 and 1 (got {args.share})")
+        return 2
+    if args.bootstrap < 0 or args.bootstrap == 1:
+        logger.error(f"--bootstrap needs 0 (no intervals) or at least 2 resamples (got "
+                     f"{args.bootstrap})")
         return 2
     try:
         out = check_report(args)
