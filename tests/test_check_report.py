@@ -91,11 +91,12 @@ def test_report_scores_each_check_on_the_labelled_pairs(corpus, tmp_path):
     # how far each goal's figure would move on another sample of 300 labelled pairs
     intervals = report["intervals"]
     assert set(intervals) == {"union A+L", "union V+F", "union L", "precision", "recall",
-                              "auc union", "auc bicleaner"}
+                              "auc union", "auc bicleaner", "auc union - bicleaner"}
     point = {"union A+L": rate["union"]["A+L"], "union V+F": rate["union"]["V+F"],
              "union L": rate["union"]["L"], "precision": report["precision"],
              "recall": report["recall"], "auc union": auc["union"],
-             "auc bicleaner": auc["bicleaner"]}
+             "auc bicleaner": auc["bicleaner"],
+             "auc union - bicleaner": auc["union"] - auc["bicleaner"]}
     for name, iv in intervals.items():
         assert iv["replicates"] == 1000 and iv["low"] <= point[name] <= iv["high"], name
         assert iv["two_samples_95"] == pytest.approx(1.96 * 2 ** 0.5 * iv["sd"]), name

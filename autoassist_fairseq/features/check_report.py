@@ -226,8 +226,8 @@ def noise_found_at(labels: np.ndarray, score: np.ndarray, valid_share: float) ->
 def key_figures(labels: np.ndarray, union: np.ndarray, union_scores: np.ndarray,
                 bicleaner: Optional[np.ndarray]) -> Dict[str, float]:
     """The goals' figures: the union's flag rates of A+L, V+F and L, its precision and
-    recall, and the AUCs of the union's score and of Bicleaner's (*union*: dropped or
-    flagged; *union_scores*: +inf where dropped)."""
+    recall, and the AUCs of the union's score and of Bicleaner's and their difference
+    (*union*: dropped or flagged; *union_scores*: +inf where dropped)."""
     out = {}
     for name, group in (("union A+L", AUC_NOISE), ("union V+F", VALID), ("union L", ("L",))):
         pick = np.isin(labels, group)
@@ -239,6 +239,7 @@ def key_figures(labels: np.ndarray, union: np.ndarray, union_scores: np.ndarray,
     out["auc union"] = _auc(labels, union_scores)
     if bicleaner is not None:
         out["auc bicleaner"] = _auc(labels, -bicleaner)
+        out["auc union - bicleaner"] = out["auc union"] - out["auc bicleaner"]
     return out
 
 
