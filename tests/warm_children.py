@@ -4,7 +4,8 @@ new interpreter that spends ~6 s importing torch and fairseq again.
 
 The research tools start ``fairseq-train`` this way (``research.bench.runs.run_training``,
 ``research.noise_report``), a few times per test. Installed only in a process that
-:func:`warm.run` forked (the tools themselves are unchanged, and start cold elsewhere).
+:func:`warm.run` or :mod:`warm_shims` forked (the tools themselves are unchanged, and start
+cold elsewhere).
 
 Invariant: for the ``subprocess.Popen`` caller nothing differs but the start's cost. The
 child has its own pid (``wait``, ``poll``, ``terminate`` and ``getrusage`` work on it),
