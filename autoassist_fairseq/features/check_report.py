@@ -223,6 +223,14 @@ def noise_found_at(labels: np.ndarray, score: np.ndarray, valid_share: float) ->
     return float(np.mean(noise > bar))
 
 
+def flagged_union(dropped: np.ndarray, flags: Dict[str, np.ndarray]) -> np.ndarray:
+    """Pairs the cleaning dropped or any check flagged."""
+    union = dropped.copy()
+    for f in flags.values():
+        union |= f
+    return union
+
+
 def key_figures(labels: np.ndarray, union: np.ndarray, union_scores: np.ndarray,
                 bicleaner: Optional[np.ndarray]) -> Dict[str, float]:
     """The goals' figures: the union's flag rates of A+L, V+F and L, its precision and
@@ -251,9 +259,7 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
     *union_scores*: the union's scores by name, +inf where the pair was dropped; *half*:
     0 or 1 for the even and odd rows of the labelled file (-1 for the clean pairs)."""
     kinds = sorted(set(labels.tolist()))
-    union = dropped.copy()
-    for f in flags.values():
-        union |= f
+    union = flagged_union(dropped, flags)
     flag_rate: Dict[str, Dict[str, float]] = {}
     for name, f in [("cleaning", dropped)] + list(flags.items()) + [("union", union)]:
         reached = ~dropped if name not in ("cleaning", "union") else np.ones_like(dropped)
@@ -323,7 +329,7 @@ def check_report(args) -> dict:
     out = report(labels, dropped, flags, scores, union_scores, bicleaner,
                  half=np.where(row >= 0, row % 2, -1))
     if args.bootstrap:
-        union = dropped | np.any(list(flags.values()), axis=0) if flags else dropped
+        union = flagged_union(dropped, flags)
         drawn = np.flatnonzero(row >= 0)  # a new labelled sample; the clean pairs stay
 
         def figures(index):
