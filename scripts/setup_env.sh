@@ -15,7 +15,9 @@ Options:
   -h, --help   print this help and exit (nothing is installed)
 
 Settings (environment variables):
-  PYTHON       the interpreter that creates .venv (default python3)
+  PYTHON            the interpreter that creates .venv (default python3)
+  TORCH_INDEX_URL   pip index of the torch wheel (default: pip's configured index; where
+                    that serves CUDA builds, https://download.pytorch.org/whl/cpu)
 
 Example:
   source scripts/setup_env.sh && python -m pytest tests/test_tfidf.py -q
@@ -35,7 +37,7 @@ _stamp="$_venv/.autoassist-installed"
 _want="$(sha256sum "$_root/setup.py" | cut -d' ' -f1)"
 if [ ! -f "$_stamp" ] || [ "$(cat "$_stamp")" != "$_want" ]; then
     echo "[setup] installing torch==2.13.0 (CPU) first, so pip never pulls a CUDA build"
-    python -m pip install --quiet torch==2.13.0
+    python -m pip install --quiet ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} torch==2.13.0
     echo "[setup] installing autoassist-fairseq with its test, plot and tensorboard extras (fairseq builds once, ~4 min)"
     python -m pip install --quiet -e "$_root[test,plot,tensorboard]"
     echo "$_want" > "$_stamp"
