@@ -82,9 +82,11 @@ class AssistantProcess:
         self.proc = ctx.Process(
             target=worker.run, name=f"autoassist-assistant-{rank}", daemon=True,
             args=(make_assistant, make_generator, inbox_r, windows_w, replies_w,
-                  self.stop_event, os.getpid(), rank, received))
+                  self.stop_event, os.getpid(), rank, received,
+                  (inbox_w, windows_r, replies_r)))
         self.proc.start()
         # the child's ends: with the parent's copies closed, the pipes end with the child
+        # (and the child closes the Boss's ends, so its inbox ends with the Boss)
         for conn in (inbox_r, windows_w, replies_w):
             conn.close()
         self._sender = Sender(inbox_w, max_droppable=loss_queue_size,

@@ -25,7 +25,7 @@ _MAX_MSGS_PER_TURN = 64
 
 
 def run(make_assistant, make_generator, inbox, windows_conn, replies_conn, stop_event,
-        parent_pid, rank=0, received=None):
+        parent_pid, rank=0, received=None, boss_ends=()):
     """Entry point of the child process (see :class:`AssistantProcess`).
 
     Args:
@@ -33,7 +33,12 @@ def run(make_assistant, make_generator, inbox, windows_conn, replies_conn, stop_
         windows_conn (Connection): windows for the Boss.
         replies_conn (Connection): state replies, and the traceback if the loop fails.
         received (multiprocessing.RawValue, optional): windows the Boss has received.
+        boss_ends (tuple of Connection, optional): the Boss's ends of the three pipes,
+            which the fork copied; closed at once, so that a read of the inbox ends
+            (``EOFError``) when the Boss dies, even halfway through a message.
     """
+    for conn in boss_ends:
+        conn.close()
     # Ctrl-C reaches the whole process group: let the Boss decide when it stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     set_title(f"autoassist-assistant (rank {rank})", f"aa-assistant-{rank}")
