@@ -2,6 +2,7 @@
 
 import re
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -11,9 +12,11 @@ from autoassist_fairseq.transport.process import AssistantDied
 from autoassist_fairseq.transport.client import AssistantClient
 from autoassist_fairseq.data.batch_generator import BatchGenerator
 from autoassist_fairseq.data.batch_stream import BatchStream
-from autoassist_fairseq.transport.local_source import LocalSource
+from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
+from autoassist_fairseq.data.run_points import RunPoints
+from autoassist_fairseq.transport.local_source import LocalSource, pipeline_lag
 
-from utils import read_trace, run, train_args
+from utils import FixedAssistant, read_trace, run, train_args
 
 SYNC = ["--assistant-sync", "--assistant-warmup", "5"]
 
@@ -134,3 +137,60 @@ def test_a_loader_thread_in_the_fallback_switch_gets_a_whole_source(monkeypatch)
     switch.join(10)
     assert client.fell_back and client.source is not old
     assert len(client.next_window().batches) > 0
+
+
+class _OddHalfAssistant(FixedAssistant):
+    """Accepts even ids always and odd ones with probability 0.3, whatever it learns."""
+
+    def begin_pass(self, data_pass):
+        pass
+
+    def accept_probability(self, ids):
+        return np.where(np.asarray(ids) % 2 == 0, 1.0, 0.3)
+
+
+def _annealed_run(buffer_size, updates=120, anneal=0.5):
+    """The batches a sync run trains, annealing by updates, with the data loader's buffer
+    thread *buffer_size* batches ahead; returns [(seq, ids)]."""
+    n = 3000
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(3, 30, n), rng.integers(3, 30, n)
+
+    def generator():
+        return BatchGenerator(np.arange(n), *sizes, max_tokens=400, window_size=48, seed=2)
+
+    def collate(items):
+        ids = torch.tensor(items)
+        return {"id": ids, "ntokens": len(items), "net_input": {"src_lengths": ids % 5}}
+
+    gen = generator()
+    lag = pipeline_lag(0, buffer_size, 1)
+    itr = AutoAssistEpochBatchIterator(
+        list(range(n)), collate, gen, lambda: LocalSource(gen, _OddHalfAssistant, lag),
+        buffer_size=buffer_size, points=RunPoints(anneal=anneal, max_update=updates))
+    trained = []
+    try:
+        while len(trained) < updates:
+            for sample in itr.next_epoch_itr():
+                time.sleep(0.01)  # a training step: the buffer thread fills up meanwhile
+                itr.begin_update(len(trained))
+                meta = sample["autoassist"]
+                itr.client.send_losses(meta["ids"], np.ones(len(meta["ids"])), meta["seq"])
+                trained.append((meta["seq"], sorted(meta["ids"].tolist())))
+                if len(trained) == updates:
+                    break
+    finally:
+        itr.shutdown()
+    return trained
+
+
+def test_sync_annealing_by_updates_does_not_depend_on_prefetch():
+    """With --max-update, annealing starts at a batch number, not at whatever window the
+    loader had taken when the annealing update began: runs whose loaders prefetch 0 and 12
+    batches train the same batches, and the windows from the annealing batch on take
+    every pair."""
+    base, ahead = _annealed_run(0), _annealed_run(12)
+    assert [ids for _, ids in base] == [ids for _, ids in ahead]
+    odd = [np.mean(np.asarray(ids) % 2) for _, ids in base]
+    # skipping before (odd ids at 0.3), none once the windows from batch 60 on arrive
+    assert np.mean(odd[:50]) < 0.35 and np.mean(odd[-30:]) > 0.42, (odd[:50], odd[-30:])

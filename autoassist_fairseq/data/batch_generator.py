@@ -72,6 +72,9 @@ class BatchGenerator:
         self.carry = np.zeros(0, np.int64)
         self.carry_weights = np.zeros(0, np.float32)
         self.accept_all = False
+        # the first batch number of annealing by updates (not saved: the Boss's iterator
+        # sends it with every restart of the stream)
+        self.accept_all_from: Optional[int] = None
         self.generation = 0  # echoed in every window: the Boss drops those of old streams
         # batches of every window made so far, run-wide: window k's first batch has this
         # number (its ``first_seq``), so the Boss and the Assistant name a batch alike
@@ -190,6 +193,14 @@ class BatchGenerator:
             self.begin_pass(msg.data_pass)
             self.accept_all = False
         self.accept_all = self.accept_all or bool(msg.accept_all)
+        self.accept_all_from = msg.accept_all_from
+
+    @property
+    def accepts_all_next(self) -> bool:
+        """Whether the next window accepts every candidate: annealing (from a batch number
+        on), or the uniform fallback."""
+        return self.accept_all or (self.accept_all_from is not None
+                                   and self.batches_made >= self.accept_all_from)
 
     def next_window(self, accept_fn: AcceptFn) -> Optional[WindowPlan]:
         """Score and batch the next window of the stream; None before :meth:`begin`.
@@ -201,7 +212,8 @@ class BatchGenerator:
         """
         if self._order_cache is None:
             return None
-        if self.accept_all:
+        if self.accepts_all_next:
+            self.accept_all = True  # from here on, also in the states saved after this window
             accept_fn = _accept_everything
         if not self.pass_done:
             plan = self._regular_window(accept_fn)

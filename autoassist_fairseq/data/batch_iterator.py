@@ -186,9 +186,23 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         if not self.client.started:
             assistant = (own or {}).get("assistant") or (self._carry or {}).get("assistant")
             self.client.start(self.epoch, assistant, "the checkpoint" if own is not None
-                              else "the previous data shard")
+                              else "the previous data shard",
+                              accept_all_from=self._anneal_seq(self._batches_before + offset))
         self._carry = None
         return offset
+
+    def _anneal_seq(self, trained: int) -> Optional[int]:
+        """The stream's number of the batch at which annealing by updates starts, when
+        *trained* batches of the run are done and the stream's next batch is the next one
+        to train (the numbers of the stream and of the run's batches may differ by a
+        constant: a fresh batch plan after a resume, or the next ``--data`` shard)."""
+        start = self.points.anneal_batch
+        if start is None:
+            return None
+        seq = self.stream.next_seq + max(0, start - trained)
+        logger.info(f"AutoAssist annealing: every pair is accepted from batch {start} of the "
+                    f"run (update {self.points.anneal_update}) to the end")
+        return seq
 
     def _own_entry(self, resume: dict) -> Optional[dict]:
         ranks = resume.get("ranks") or []
@@ -261,15 +275,12 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     # -- Boss -> Assistant ----------------------------------------------------------------
     def begin_update(self, update_num: int) -> None:
         """Called by every micro-batch of an update, before its step; acts at the first:
-        hands over the previous update's losses (its step has ended), starts annealing by
-        updates, and gathers every rank's batch plan before an update after which fairseq
-        may save."""
+        hands over the previous update's losses (its step has ended), and gathers every
+        rank's batch plan before an update after which fairseq may save."""
         if update_num == self._last_update:
             return
         self._last_update = update_num
         self.flush_losses()
-        if self.points.anneals_at(update_num):
-            self.client.start_annealing()
         if self.points.saves_after(update_num) or self.end_of_epoch():
             self.sync_checkpoint_state()
 

@@ -53,6 +53,7 @@ class AssistantClient:
         self.source: Optional[Union[AssistantProcess, LocalSource]] = None
         self.fell_back = False  # True once the windows are uniform after a failure
         self.annealing = False
+        self.accept_all_from: Optional[int] = None  # annealing by updates: a batch number
         self.failure: Optional[str] = None  # a failure every rank must stop on
         self.wait_seconds = 0.0  # the Boss's wait for windows
         self._next_check = 0.0
@@ -70,12 +71,15 @@ class AssistantClient:
     @property
     def accepts_every_pair(self) -> bool:
         """Annealing, or the uniform fallback: no pair is left out."""
-        return self.annealing or not self.assistant_learns
+        return self.annealing or not self.assistant_learns or (
+            self.accept_all_from is not None and self.stream.next_seq >= self.accept_all_from)
 
     def start(self, first_pass: int, assistant_state: Optional[dict] = None,
-              source: str = "the checkpoint") -> None:
+              source: str = "the checkpoint", accept_all_from: Optional[int] = None) -> None:
         """Start the source, give it *assistant_state*, and start its stream of windows
-        where the Boss's stream stands (a fresh run: at data pass *first_pass*)."""
+        where the Boss's stream stands (a fresh run: at data pass *first_pass*); the
+        windows from batch number *accept_all_from* on accept every pair."""
+        self.accept_all_from = accept_all_from
         self.source = self.start_source()
         if assistant_state is not None:
             self._load(assistant_state, source)
@@ -101,7 +105,8 @@ class AssistantClient:
     def _restart(self, source) -> None:
         state = self.stream.restart()
         try:
-            source.restart(state, self.annealing, reported_before=self.stream.next_seq)
+            source.restart(state, self.annealing, reported_before=self.stream.next_seq,
+                           accept_all_from=self.accept_all_from)
         except AssistantDied as err:
             self._on_failure(err)
 

@@ -84,13 +84,17 @@ class LocalSource:
         return self.assistant is not None
 
     # -- Boss -> source ------------------------------------------------------------------
-    def restart(self, gen_state: dict, accept_all: bool, reported_before: int) -> None:
+    def restart(self, gen_state: dict, accept_all: bool, reported_before: int,
+                accept_all_from: Optional[int] = None) -> None:
         """Go on from *gen_state* (windows made since are dropped by the Boss). Every batch
-        numbered below *reported_before* has been trained, its losses already given."""
+        numbered below *reported_before* has been trained, its losses already given. From
+        the window whose first batch is numbered *accept_all_from* on, every pair is
+        accepted."""
         with self._cond:
             self.generator.load_state_dict(gen_state)
             self.generator.accept_all = self.generator.accept_all or accept_all \
                 or self.assistant is None
+            self.generator.accept_all_from = accept_all_from
             self._reported = max(self._reported, reported_before - 1)
             self._cond.notify_all()
 
@@ -121,7 +125,7 @@ class LocalSource:
         batches numbered below ``first_seq - lag``."""
         with self._cond:
             gen = self.generator
-            if gen.accept_all or self.assistant is None:
+            if gen.accepts_all_next or self.assistant is None:
                 return gen.next_window(None)
             due = gen.batches_made - self.lag  # learn the losses of batches below this
             self._wait_for(due)

@@ -52,11 +52,14 @@ class RestartStream:
         state (dict, optional): batch generator state to go on from (default: None).
         accept_all (bool, optional): leave no pair out from here on (annealing, the
             uniform fallback) (default: False).
+        accept_all_from (int, optional): leave no pair out from the window whose first
+            batch has this number on (annealing by updates) (default: None).
     """
 
     data_pass: int
     state: Optional[dict] = None
     accept_all: bool = False
+    accept_all_from: Optional[int] = None
 
 
 @dataclass

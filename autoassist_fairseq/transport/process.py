@@ -128,9 +128,12 @@ class AssistantProcess:
             self.check_alive()
             raise AssistantDied("the pipe to the Assistant process broke") from None
 
-    def restart(self, gen_state: dict, accept_all: bool, reported_before=None) -> None:
-        """Make windows from *gen_state* on (the Boss drops those made before)."""
-        self.send(RestartStream(int(gen_state["epoch"]), gen_state, accept_all))
+    def restart(self, gen_state: dict, accept_all: bool, reported_before=None,
+                accept_all_from=None) -> None:
+        """Make windows from *gen_state* on (the Boss drops those made before), accepting
+        every pair from the window whose first batch is numbered *accept_all_from* on."""
+        self.send(RestartStream(int(gen_state["epoch"]), gen_state, accept_all,
+                                accept_all_from))
 
     def load(self, state: dict) -> None:
         """An Assistant state, from this process or from :class:`~.local_source.LocalSource`,
