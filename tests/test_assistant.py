@@ -107,6 +107,7 @@ def test_random_rule_follows_the_pass_and_still_learns(store):
 
 
 @pytest.mark.parametrize("kw,flag", [
+    (dict(lr=float("inf")), r"--assistant-lr=inf is out of range: it must be a finite number"),
     (dict(rule="oracle"), "--assistant-rule=oracle.*paper, random, learnable"),
     (dict(rule="random"), "--assistant-rule random needs --assistant-random-rates"),
     (dict(rule="random", random_rates="1.0,1.2"), "--assistant-random-rates.*out of range"),
@@ -146,3 +147,28 @@ def test_state_crosses_rules(store):
     assert learnable.history.high is None and np.isnan(learnable.history.last).all()
     Assistant(store, AssistantHParams(rule="paper")).load_state_dict(
         _trained(store, "learnable").state_dict())
+
+
+def test_a_lower_lambda_max_holds_from_the_first_window_after_a_resume(store):
+    """A state saved with lambda_k = 0.9 and loaded under --assistant-lambda-max 0.3 keeps
+    the new floor 1 - 0.3 before any loss arrives; under a warm-up not yet passed, lambda_k
+    is 0."""
+    saved = _trained(store, "paper", batches=60, lambda_max=0.9).state_dict()
+    saved["schedule"]["lam"] = 0.9
+    lower = Assistant(store, AssistantHParams(rule="paper", lambda_max=0.3, warmup=0))
+    lower.load_state_dict(saved)
+    assert lower.stats["lambda"] == 0.3
+    assert lower.accept_probability(np.arange(600)).min() >= 0.7 - 1e-9
+    longer = Assistant(store, AssistantHParams(rule="paper", warmup=1000))
+    longer.load_state_dict(saved)
+    assert longer.stats["lambda"] == 0.0
+
+
+def test_nonfinite_features_stop_the_assistant_with_the_fix(store):
+    """A NaN feature value would make every later P(accept) NaN, so that no pair is ever
+    taken: learning from it raises, naming the feature file and the rate."""
+    a = Assistant(store, AssistantHParams(rule="paper", warmup=0))
+    rows = store.rows(np.arange(40)).copy()
+    rows.data[0] = np.nan
+    with pytest.raises(FloatingPointError, match="feature file holds non-finite values"):
+        a.model.update(rows, np.ones(40))

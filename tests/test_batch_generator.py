@@ -211,3 +211,15 @@ def test_a_few_skipped_pairs_add_no_batches_with_batch_size_multiple(sizes):
     # every batch but the pass's last few is full: its size a multiple of 8 and not tiny
     assert sum(len(b) < 8 for b in some) <= 1
     assert sorted(np.concatenate(some).tolist()) == [i for i in range(N) if i % 997 != 5]
+
+
+def test_an_empty_shard_and_nonfinite_probabilities_are_refused(sizes):
+    """A worker without a pair would loop over empty passes, and a NaN P(accept) never
+    takes its pair: both raise, naming the cause."""
+    src, tgt = sizes
+    with pytest.raises(ValueError, match="worker 2 of 3 has no training pair.*holds 2 pairs"):
+        BatchGenerator(np.arange(2), src, tgt, max_tokens=100, num_shards=3, shard_id=2)
+    gen = BatchGenerator(np.arange(len(src)), src, tgt, max_tokens=100, window_size=50)
+    gen.begin_pass(1)
+    with pytest.raises(FloatingPointError, match="non-finite acceptance probabilities"):
+        gen.next_window(lambda ids: np.where(ids % 7 == 0, np.nan, 0.5))

@@ -50,7 +50,7 @@ class AssistantHParams:
     def check(self) -> "AssistantHParams":
         """Raise ValueError naming the flag and its valid range for any bad value."""
         rules = {
-            "lr": (self.lr > 0, "> 0"),
+            "lr": (0 < self.lr < float("inf"), "a finite number > 0"),
             "weight_decay": (0 <= self.weight_decay < 1, "in [0, 1)"),
             "threshold_decay": (0 <= self.threshold_decay < 1, "in [0, 1)"),
             "accuracy_decay": (0 <= self.accuracy_decay < 1, "in [0, 1)"),

@@ -63,6 +63,12 @@ class LogisticAssistant:
         """Learn from one batch; returns the probabilities it predicted *before* learning."""
         probs, self.bias = sgd_step(features, labels, self.theta, self.bias, self.lr,
                                     self.weight_decay)
+        # one NaN in the weights makes every later P(accept) NaN, and no pair is ever taken
+        if not (np.isfinite(self.bias) and np.isfinite(self.theta).all()):
+            raise FloatingPointError(
+                f"the Assistant's weights became non-finite after a loss batch (--assistant-lr "
+                f"{self.lr}): the feature file holds non-finite values, or the rate is too "
+                "high; rebuild the features with autoassist-features, or lower --assistant-lr")
         return probs
 
     def state_dict(self) -> dict:

@@ -90,3 +90,6 @@ class AssistantSchedule:
     def load_state_dict(self, state: dict) -> None:
         for k in self._STATE:
             setattr(self, k, state[k])
+        # this run's ceiling and warm-up hold from the first window on, also where the saved
+        # run had others (a resume with a lower --assistant-lambda-max keeps its floor)
+        self.lam = min(self.lam, self.lambda_max) if self.num_batches > self.warmup else 0.0

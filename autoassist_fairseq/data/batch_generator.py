@@ -59,6 +59,12 @@ class BatchGenerator:
         # pairs in fairseq's order, dealt round-robin: shards are disjoint and get the same
         # length distribution
         self.shard = np.asarray(indices, dtype=np.int64)[shard_id::num_shards]
+        if not len(self.shard):  # every rank sees the same count, so all stop here
+            raise ValueError(f"worker {shard_id} of {num_shards} has no training pair: the "
+                             f"training set holds {len(indices)} pairs within fairseq's size "
+                             "limits (--max-source-positions, --max-target-positions, "
+                             "--max-tokens); train on fewer workers, or check the data and "
+                             "those limits")
         self.max_tokens, self.max_sentences = max_tokens, max_sentences
         self.bsz_mult = required_batch_size_multiple
         self.window_size = window_size
@@ -233,6 +239,9 @@ class BatchGenerator:
         ids = self._order_cache[0][self.position:self.position + self.window_size]
         rng = self._window_rng(w)
         prob = np.asarray(accept_fn(ids), dtype=np.float64)
+        if not np.isfinite(prob).all():  # a NaN would skip its pair in every pass, silently
+            raise FloatingPointError(f"the Assistant gave non-finite acceptance probabilities "
+                                     f"in window {w} of data pass {self.data_pass}")
         accepted = draw_accepted(prob, rng)
         # Horvitz-Thompson: a pair kept with probability p stands for 1/p of itself
         weight = (1.0 / prob[accepted]).astype(np.float32)
