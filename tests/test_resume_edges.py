@@ -6,6 +6,7 @@ import logging
 import numpy as np
 import torch
 
+from autoassist_fairseq.transport.local_source import LocalSource
 from autoassist_fairseq.transport.process import AssistantProcess
 from autoassist_fairseq.data.batch_generator import BatchGenerator
 from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
@@ -103,3 +104,58 @@ def test_changed_window_mid_pass_goes_on_with_the_same_order():
     assert window.considered_pairs == N - 2500
     assert set(window.weight_ids.tolist()) == set(order[2500:].tolist()) | set(
         saved.generator["carried"].tolist())
+
+
+class _NonfiniteCounter(HalfAssistant):
+    """Counts non-finite losses as the Assistant does (cumulative, saved and restored)."""
+
+    def __init__(self):
+        self.nonfinite = 0
+
+    def begin_pass(self, data_pass):
+        pass
+
+    @property
+    def stats(self):
+        return dict(FixedAssistant.stats, nonfinite=self.nonfinite)
+
+    def learn(self, ids, losses):
+        self.nonfinite += int(np.count_nonzero(~np.isfinite(losses)))
+
+    def state_dict(self):
+        return {"nonfinite": self.nonfinite}
+
+    def load_state_dict(self, state):
+        self.nonfinite = state["nonfinite"]
+
+
+def _sync_iterator():
+    gen = _generator()
+    return AutoAssistEpochBatchIterator(list(range(N)), _collate, gen,
+                                        lambda: LocalSource(gen, _NonfiniteCounter, lag=0))
+
+
+def _train(itr, epoch, batches, nan_batches=0):
+    """Train *batches* batches (the first *nan_batches* with 3 non-finite losses each);
+    returns the non-finite losses logged meanwhile."""
+    logged = 0
+    for k in range(batches):
+        meta = next(epoch)["autoassist"]
+        losses = np.ones(len(meta["ids"]))
+        losses[:3] = np.nan if k < nan_batches else 1.0
+        itr.client.send_losses(meta["ids"], losses, meta["seq"])
+        logged += itr.pop_log_stats()["nonfinite"]
+    return logged
+
+
+def test_nonfinite_losses_of_the_saved_run_are_not_logged_again_after_a_resume():
+    """The Assistant's count of non-finite losses is cumulative and restored at a resume;
+    the resumed run's log counts only those that arrive after it (the next windows carry
+    the count, a few windows of 500 pairs)."""
+    itr = _sync_iterator()
+    assert _train(itr, itr.next_epoch_itr(), 60, nan_batches=3) == 9
+    state = itr.state_dict()
+    resumed = _sync_iterator()
+    resumed.load_state_dict(state)
+    assert _train(resumed, resumed.next_epoch_itr(), 60) == 0
+    assert resumed.stream.assistant_stats["nonfinite"] == 9  # restored, and still 9

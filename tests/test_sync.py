@@ -194,3 +194,27 @@ def test_sync_annealing_by_updates_does_not_depend_on_prefetch():
     odd = [np.mean(np.asarray(ids) % 2) for _, ids in base]
     # skipping before (odd ids at 0.3), none once the windows from batch 60 on arrive
     assert np.mean(odd[:50]) < 0.35 and np.mean(odd[-30:]) > 0.42, (odd[:50], odd[-30:])
+
+
+def test_a_failure_while_the_saved_assistant_loads_falls_back_on_a_fresh_stream():
+    """The Assistant dies while it loads the state carried over (the next --data shard, or
+    a resume on another number of workers, where the stream starts afresh): the uniform
+    fallback starts at the first data pass instead of failing on a stream never begun."""
+    gen = BatchGenerator(np.arange(500), np.full(500, 5), np.full(500, 6), max_tokens=200,
+                         window_size=64)
+
+    class DiesWhileLoading:
+        learns = True
+
+        def load(self, state):
+            raise AssistantDied("the Assistant process died: killed by SIGKILL")
+
+        def shutdown(self):
+            pass
+
+    stream = BatchStream(gen)
+    client = AssistantClient(DiesWhileLoading, gen, stream, fallback="uniform")
+    client.start(1, {"model": {}}, "the previous data shard")
+    assert client.fell_back
+    batch = stream.next_batch(client.next_window)
+    assert batch.seq == 0 and len(batch.ids) > 0

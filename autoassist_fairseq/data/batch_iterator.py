@@ -185,6 +185,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                            f"epoch {self.epoch} comes from a fresh data pass")
         if not self.client.started:
             assistant = (own or {}).get("assistant") or (self._carry or {}).get("assistant")
+            # the restored count was logged by the saved run
+            self._logged_nonfinite = int((assistant or {}).get("nonfinite", 0))
             self.client.start(self.epoch, assistant, "the checkpoint" if own is not None
                               else "the previous data shard",
                               accept_all_from=self._anneal_seq(self._batches_before + offset))

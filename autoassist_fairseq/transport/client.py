@@ -81,10 +81,10 @@ class AssistantClient:
         windows from batch number *accept_all_from* on accept every pair."""
         self.accept_all_from = accept_all_from
         self.source = self.start_source()
+        if self.stream.gen_state is None:  # before the load: a failure there restarts from it
+            self.generator.begin_pass(first_pass)
         if assistant_state is not None:
             self._load(assistant_state, source)
-        if self.stream.gen_state is None:
-            self.generator.begin_pass(first_pass)
         self.restart_stream()
 
     def _load(self, state: dict, origin: str) -> None:
