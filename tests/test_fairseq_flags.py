@@ -20,10 +20,24 @@ def task(tiny_data):
 @pytest.mark.parametrize("flag", ["skip_remainder_batch", "grouped_shuffling",
                                   "update_epoch_batch_itr"])
 def test_batching_flags_that_cannot_hold_are_refused_with_the_reason(task, flag):
+    # as fairseq's Trainer.get_train_iterator calls it
+    kwargs = {"update_epoch_batch_itr": False, flag: True}
     with pytest.raises(ValueError, match="--" + flag.replace("_", "-")) as err:
-        task.get_batch_iterator(task.dataset("train"), max_tokens=600, **{flag: True})
+        task.get_batch_iterator(task.dataset("train"), max_tokens=600, **kwargs)
     assert "drop it" in str(err.value)
     assert task.train_iterator is None  # refused before any Assistant started
+
+
+def test_the_train_subset_outside_training_gets_fairseqs_iterator(task):
+    """--valid-subset train and fairseq-generate --gen-subset train ask for the train
+    subset in fairseq's order (next_epoch_itr(shuffle=False)): they get fairseq's own
+    iterator, and no Assistant starts."""
+    itr = task.get_batch_iterator(task.dataset("train"), max_tokens=600,
+                                  skip_remainder_batch=False)
+    assert not isinstance(itr, AutoAssistEpochBatchIterator)
+    pairs = sum(len(batch["id"]) for batch in itr.next_epoch_itr(shuffle=False))
+    assert pairs == len(task.dataset("train"))
+    assert task.train_iterator is None
 
 
 def _iterator(start=None):

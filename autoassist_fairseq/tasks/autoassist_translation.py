@@ -70,8 +70,12 @@ class AutoAssistTranslationTask(TranslationTask):
                            max_positions=None, ignore_invalid_inputs=False,
                            required_batch_size_multiple=1, seed=1, num_shards=1, shard_id=0,
                            num_workers=0, epoch=1, data_buffer_size=0, **kwargs):
-        """The Assistant's iterator for the train subset; fairseq's for everything else."""
-        if dataset is not self.datasets.get(self.cfg.train_subset) or self.features is None:
+        """The Assistant's iterator for the trainer's train subset; fairseq's for everything
+        else, the train subset included where validation (``--valid-subset train``) or
+        ``fairseq-generate --gen-subset train`` asks for it: only fairseq's
+        ``Trainer.get_train_iterator`` passes ``update_epoch_batch_itr``."""
+        if "update_epoch_batch_itr" not in kwargs \
+                or dataset is not self.datasets.get(self.cfg.train_subset) or self.features is None:
             return super().get_batch_iterator(
                 dataset, max_tokens=max_tokens, max_sentences=max_sentences,
                 max_positions=max_positions, ignore_invalid_inputs=ignore_invalid_inputs,
