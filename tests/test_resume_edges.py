@@ -159,3 +159,31 @@ def test_nonfinite_losses_of_the_saved_run_are_not_logged_again_after_a_resume()
     resumed.load_state_dict(state)
     assert _train(resumed, resumed.next_epoch_itr(), 60) == 0
     assert resumed.stream.assistant_stats["nonfinite"] == 9  # restored, and still 9
+
+
+def test_a_state_saved_at_an_epochs_end_resumes_on_the_next_data_shard():
+    """--data a:b: epoch 2 trains shard b. Resumed from the checkpoint saved at the end of
+    epoch 1, it starts a fresh batch plan on shard b, as the uninterrupted run does, and
+    never trains shard a's pairs planned before the save."""
+    def iterator(n, **kw):
+        gen = BatchGenerator(np.arange(n), *(size[:n] for size in _sizes()), max_tokens=512,
+                             window_size=500, seed=5)
+        return AutoAssistEpochBatchIterator(list(range(n)), _collate, gen,
+                                            # no loss is reported: learn from none
+                                            lambda: LocalSource(gen, _NonfiniteCounter, 10**9),
+                                            data_shard_per_epoch=True, **kw)
+
+    first = iterator(N)
+    for _ in first.next_epoch_itr():
+        pass
+    saved = first.state_dict()
+    assert saved["autoassist"]["ranks"][0]["stream"]["pending"], "shard a's plan was saved"
+    carry = {"assistant": None, "run_totals": first.run_totals,
+             "batches_done": first.batches_done}  # export_carry's, for an Assistant without weights
+    uninterrupted = iterator(1000, epoch=2, carry=carry)
+    resumed = iterator(1000, epoch=2)
+    resumed.load_state_dict(saved)
+    for itr in (uninterrupted, resumed):
+        ids = np.concatenate([s["autoassist"]["ids"] for s in itr.next_epoch_itr()])
+        assert ids.max() < 1000
+    assert resumed.batches_done == uninterrupted.batches_done

@@ -60,6 +60,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             no annealing, no saves within an epoch).
         carry (dict, optional): state carried over from the iterator of the previous data
             shard (``--data a:b``): the Assistant's weights and the run's totals.
+        data_shard_per_epoch (bool, optional): each epoch loads its own data shard
+            (``--data a:b``), so a state saved at an epoch's end holds a batch plan of
+            another shard's pairs (default: False).
 
     ``run_totals``: the run's counts over every rank (``aa_boss_tok``, ``aa_boss_padded_tok``,
     ``aa_skip_tok``), summed from every step's logs by :func:`~..metrics.reduce` on every
@@ -70,7 +73,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def __init__(self, dataset, collate_fn, generator: BatchGenerator,
                  start_source: Callable, epoch=1, fallback="error",
                  num_shards=1, shard_id=0, all_gather=None, reweight=False, num_workers=0,
-                 buffer_size=0, points=None, carry=None):
+                 buffer_size=0, points=None, carry=None, data_shard_per_epoch=False):
         self.dataset = dataset
         self.collate_fn = collate_fn
         self.generator = generator
@@ -89,6 +92,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self._num_batches = None
         self._resume: Optional[dict] = None  # checkpoint state, applied at next epoch start
         self._carry = carry
+        self.data_shard_per_epoch = data_shard_per_epoch
         self.run_totals = carry["run_totals"] if carry else dict.fromkeys(RUN_TOTALS, 0.0)
         self.rank_states: List[Optional[dict]] = [None] * num_shards
         self._synced_at = None  # (epoch, consumed) of the rank states gathered last
@@ -168,6 +172,13 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         if resume is not None:
             offset = int(resume.get("offset") or 0) if resume.get("epoch") == self.epoch else 0
             own = self._own_entry(resume)
+            if own is not None and self.data_shard_per_epoch and offset == 0:
+                # saved at the end of the previous epoch, whose data shard this is not: as
+                # at a change of shard, only what does not name pairs goes on
+                own = {"assistant": shard_independent(own.get("assistant"))}
+                logger.info(f"epoch {self.epoch} starts on its own data shard: the saved "
+                            "Assistant's weights go on, its batch plan and per-pair memory "
+                            "stay with the previous shard")
             if resume.get("batches_done"):
                 self._batches_before = int(resume["batches_done"]) - offset
         if self._carry is not None:
@@ -270,7 +281,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                                f"previous shard's {saved_dim}: starting a new Assistant")
                 assistant = None
             else:
-                assistant = {k: v for k, v in assistant.items() if k in ("model", "schedule")}
+                assistant = shard_independent(assistant)
         return {"assistant": assistant, "run_totals": self.run_totals,
                 "batches_done": self.batches_done}
 
@@ -370,3 +381,12 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
 
     def shutdown(self) -> None:
         self.client.shutdown()
+
+
+def shard_independent(assistant: Optional[dict]) -> Optional[dict]:
+    """The part of an Assistant state that names no pair (its model and schedule), which
+    goes on to another data shard; the per-pair memory of the ``learnable`` and ``noise``
+    rules does not."""
+    if assistant is None:
+        return None
+    return {k: v for k, v in assistant.items() if k in ("model", "schedule")}

@@ -118,7 +118,8 @@ class AutoAssistTranslationTask(TranslationTask):
             fallback=cfg.assistant_fallback, num_shards=num_shards, shard_id=shard_id,
             all_gather=_all_gather if num_shards > 1 else None,
             reweight=cfg.assistant_reweight, num_workers=num_workers,
-            buffer_size=data_buffer_size, points=RunPoints.from_config(cfg), carry=carry)
+            buffer_size=data_buffer_size, points=RunPoints.from_config(cfg), carry=carry,
+            data_shard_per_epoch=len(utils.split_paths(cfg.data)) > 1)
         return self.train_iterator
 
     def build_criterion(self, cfg):
