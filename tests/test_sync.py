@@ -218,3 +218,33 @@ def test_a_failure_while_the_saved_assistant_loads_falls_back_on_a_fresh_stream(
     assert client.fell_back
     batch = stream.next_batch(client.next_window)
     assert batch.seq == 0 and len(batch.ids) > 0
+
+
+def test_a_run_resumed_after_the_uniform_fallback_agrees_the_same_epoch_lengths():
+    """After a fallback to uniform batches the stream accepts every pair for good; a run
+    resumed from a state saved then counts its next epoch as a whole pass, as the
+    uninterrupted run does, not from the skipping windows before the failure."""
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(3, 30, 2000), rng.integers(3, 30, 2000)
+
+    def iterator():
+        gen = BatchGenerator(np.arange(2000), *sizes, max_tokens=600, window_size=300, seed=3)
+
+        def collate(items):
+            ids = torch.tensor(items)
+            return {"id": ids, "ntokens": len(items), "net_input": {"src_lengths": ids % 5}}
+
+        return AutoAssistEpochBatchIterator(
+            list(range(2000)), collate, gen,
+            lambda: LocalSource(gen, _FailingAssistant, lag=10**9), fallback="uniform")
+
+    whole = iterator()
+    for _ in whole.next_epoch_itr():
+        pass
+    assert whole.client.fell_back
+    saved = whole.state_dict()
+    second = len(whole.next_epoch_itr())
+    assert second == whole.generator.pass_batch_count(whole._data_pass())  # a whole pass
+    resumed = iterator()
+    resumed.load_state_dict(saved)
+    assert len(resumed.next_epoch_itr()) == second

@@ -70,9 +70,11 @@ class AssistantClient:
 
     @property
     def accepts_every_pair(self) -> bool:
-        """Annealing, or the uniform fallback: no pair is left out."""
-        return self.annealing or not self.assistant_learns or (
-            self.accept_all_from is not None and self.stream.next_seq >= self.accept_all_from)
+        """Annealing, or the uniform fallback: no pair is left out (also when a resumed
+        stream's windows already accepted every pair, as they go on doing)."""
+        taken = self.stream.gen_state or {}
+        return self.annealing or not self.assistant_learns or bool(taken.get("accept_all")) \
+            or (self.accept_all_from is not None and self.stream.next_seq >= self.accept_all_from)
 
     def start(self, first_pass: int, assistant_state: Optional[dict] = None,
               source: str = "the checkpoint", accept_all_from: Optional[int] = None) -> None:
