@@ -25,9 +25,12 @@ def _open_features(data, *extra):
     fairseq_task(data, *extra).load_dataset("train")
 
 
-def test_features_of_other_text_with_the_same_lengths_are_refused(data):
+def test_features_of_other_text_with_the_same_lengths_are_refused(data, tmp_path, capsys):
     """A third of the source sentences edited to other words of the same length, the
-    dictionary unchanged: the lengths' fingerprint cannot see it, the tokens' does."""
+    dictionary unchanged: the lengths' fingerprint cannot see it, the tokens' does, in
+    training and in autoassist-filter (which would drop the wrong pairs)."""
+    from autoassist_fairseq.features.filter import cli_main as filter_main
+
     path = data / "train.src-tgt.src.bin"
     tokens = np.fromfile(path, dtype=np.uint16)
     words = np.unique(tokens[tokens > 3])  # not <s>, <pad>, </s>, <unk>
@@ -39,6 +42,20 @@ def test_features_of_other_text_with_the_same_lengths_are_refused(data):
         _open_features(data)
     assert str(data / PREFIX) + ".json" in str(err.value)
     assert f"autoassist-features {data} --source-lang src" in str(err.value)
+    assert filter_main([str(data), "--out", str(tmp_path / "filtered")]) == 1
+    err = capsys.readouterr().err
+    assert "built for other text" in err and f"autoassist-features {data}" in err
+    assert not (tmp_path / "filtered").exists()
+
+
+def test_training_parts_that_fairseq_joins_are_refused(data):
+    """fairseq trains on train, train1, ... joined; the feature file describes train."""
+    for path in data.glob("train.src-tgt.*"):
+        if path.suffix in (".bin", ".idx"):
+            shutil.copy(path, data / path.name.replace("train.", "train1.", 1))
+    with pytest.raises(ValueError, match="holds train1.src-tgt.src besides train.*one train "
+                                         "split, or give the parts as data shards"):
+        _open_features(data)
 
 
 @pytest.mark.parametrize("name, damage, match", [

@@ -97,7 +97,7 @@ def test_drop_share_drops_the_flagged_pairs_then_the_most_noise_like(tiny_data, 
     out = tmp_path / "filtered"
     assert cli_main([str(data), "--out", str(out), "--drop-share", str(share),
                      "--no-features"]) == 0
-    _, score = flagged_pairs(data, "src", "tgt")
+    _, score, _ = flagged_pairs(data, "src", "tgt")
     kept = indexed_dataset.make_dataset(str(out / "train.src-tgt.src"), impl="mmap")
     assert len(kept) == n - n_flagged - 20
     assert "and 20 more of the highest noise scores" in capsys.readouterr().out
@@ -114,3 +114,18 @@ def test_drop_share_drops_the_flagged_pairs_then_the_most_noise_like(tiny_data, 
     assert "more of the highest" not in capsys.readouterr().out
     assert cli_main([str(data), "--out", str(tmp_path / "f3"), "--drop-share", "1"]) == 1
     assert "--drop-share 1.0 is out of range" in capsys.readouterr().err
+
+
+def test_filtered_features_are_built_at_the_settings_of_data(tiny_data, tmp_path):
+    """OUT's pair checks run with the checks and bars DATA's features were built with, so
+    that training on OUT flags by what the user chose, not by the defaults."""
+    from autoassist_fairseq.features.build import build_features
+    from autoassist_fairseq.features.pair_checks import PairCheckSettings
+
+    data = shutil.copytree(tiny_data, tmp_path / "data")
+    chosen = PairCheckSettings(checks=("language", "unrelated"), unrelated_p_value=0.05)
+    build_features(str(data), "src", "tgt", settings=chosen)
+    out = tmp_path / "filtered"
+    assert cli_main([str(data), "--out", str(out)]) == 0
+    built = FeatureStore.open(str(out / "train.src-tgt.autoassist")).pair_check_settings()
+    assert built == chosen

@@ -3,6 +3,7 @@ import shutil
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from fairseq.data import Dictionary, data_utils
 
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix
@@ -73,3 +74,17 @@ def test_cli_errors_name_the_fix(tiny_data):
 def test_header_records_fingerprint(tiny_data):
     meta = json.load(open(_prefix(tiny_data) + ".json"))
     assert meta["num_rows"] == 600 and len(meta["fingerprint"]) == 64
+
+
+def test_a_rebuild_leaves_an_open_store_reading_its_own_file(tmp_path):
+    """A training run maps the feature file while autoassist-features rebuilds it (say with
+    other pair checks): its rows stay those it opened, where a rewrite in place would change
+    them under it, or end it with SIGBUS while the file is cut."""
+    prefix = str(tmp_path / "f")
+    first = sp.random(50, 30, density=0.2, format="csr", random_state=0, dtype=np.float32)
+    FeatureStore.save(prefix, first, {"fingerprint": "a"})
+    store = FeatureStore.open(prefix)
+    FeatureStore.save(prefix, 2 * first + sp.eye(50, 30, format="csr"), {"fingerprint": "b"})
+    np.testing.assert_array_equal(store.rows(np.arange(50)).toarray(), first.toarray())
+    assert FeatureStore.open(prefix).meta["fingerprint"] == "b"
+    assert not list(tmp_path.glob("*.tmp"))

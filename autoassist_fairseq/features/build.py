@@ -127,6 +127,9 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
     thresholds; default :class:`PairCheckSettings`) of one split at path prefix *output*
     (default: :func:`~.store.feature_prefix`); returns the file prefix."""
     counts, sizes, symbols, dict_paths = read_counts(data_dir, src, tgt, split)
+    if counts[0].shape[0] == 0:
+        raise ValueError(f"{data_dir}: the {split} split holds no pair: check the preparation "
+                         "(its cleaning or fairseq-preprocess's input)")
     features = tfidf_features(*counts)
     # the language check needs one vocabulary on both sides (--joined-dictionary)
     settings = settings or PairCheckSettings()

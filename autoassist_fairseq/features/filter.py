@@ -76,19 +76,33 @@ def open_training_sides(data: Path, src: str, tgt: str):
 
 def flagged_pairs(data: Path, src: str, tgt: str):
     """Per binarised training pair, whether a pair check of its feature file flags it (as the
-    task decides it), and the union's noise score of each pair
-    (:func:`.pair_checks.union_score`)."""
+    task decides it), the union's noise score of each pair
+    (:func:`.pair_checks.union_score`), and the settings the checks ran with. The file is
+    checked against the binarised text, as training checks it."""
+    from .build import dataset_prefix
+    from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
     from .pair_checks import check_scores, union_score
-    from .store import FeatureStore
+    from .store import FeatureStore, build_command, feature_prefix
 
-    store = FeatureStore.open(str(Path(data) / f"train.{src}-{tgt}.autoassist"))
+    sides = open_training_sides(data, src, tgt)
+    fingerprint = dataset_fingerprint(
+        np.asarray(sides[src].sizes), np.asarray(sides[tgt].sizes),
+        [f"{data}/dict.{src}.txt", f"{data}/dict.{tgt}.txt"])
+    tokens = token_fingerprint(token_files(
+        [dataset_prefix(str(data), "train", src, tgt, lang) for lang in (src, tgt)]))
+    store = FeatureStore.open(feature_prefix(str(data), "train", src, tgt),
+                              fingerprint=fingerprint, num_rows=len(sides[src]), tokens=tokens,
+                              rebuild_hint=build_command(str(data), "train", src, tgt))
     flags = store.suspect_pairs()
-    return flags, union_score(*check_scores(store.pair_checks(), store.pair_check_settings()))
+    settings = store.pair_check_settings()
+    return flags, union_score(*check_scores(store.pair_checks(), settings)), settings
 
 
-def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True) -> None:
+def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True,
+                 settings=None) -> None:
     """OUT: DATA's training pairs *keep* (indices into the binarised training set, in
-    order), with DATA's dictionaries, valid and test splits, raw/ and spm/ linked."""
+    order), with DATA's dictionaries, valid and test splits, raw/ and spm/ linked; its
+    features are built with the pair checks' *settings* (default: the defaults)."""
     import torch
     from fairseq.data import Dictionary, indexed_dataset
 
@@ -122,7 +136,7 @@ def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True)
     if features:
         from .build import build_features
 
-        build_features(str(out), src, tgt)
+        build_features(str(out), src, tgt, settings=settings)
 
 
 def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0):
@@ -136,7 +150,7 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0):
         raise ValueError(f"--drop-share {drop_share} is out of range: give a share of the "
                          "training pairs in [0, 1), e.g. 0.2")
     src, tgt = language_pair(data)
-    flags, score = flagged_pairs(data, src, tgt)
+    flags, score, settings = flagged_pairs(data, src, tgt)
     num_pairs = len(open_training_sides(data, src, tgt)[src])
     if len(flags) != num_pairs:
         raise ValueError(f"the pair checks of {data} cover {len(flags)} pairs, the training "
@@ -150,7 +164,7 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0):
     keep = np.flatnonzero(~dropped)
     if not len(keep):
         raise ValueError(f"the pair checks flag every pair of {data}: nothing to train on")
-    write_corpus(data, out, keep, features)
+    write_corpus(data, out, keep, features, settings)
     return flags, dropped
 
 

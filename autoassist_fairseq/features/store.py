@@ -110,7 +110,12 @@ class FeatureStore:
                                  f"{features.shape[0]} feature rows")
             arrays[_PAIR_CHECKS] = pair_checks.astype(np.float32)
         for name, array in arrays.items():
-            np.save(f"{prefix}.{name}.npy", array)
+            # a new file replaces the old one: a process that maps the old one (a training
+            # run) keeps reading it, where a rewrite in place would change it under it
+            path = f"{prefix}.{name}.npy"
+            with open(path + ".tmp", "wb") as f:
+                np.save(f, array)
+            os.replace(path + ".tmp", path)
         meta = dict(meta, version=FORMAT_VERSION, num_rows=features.shape[0],
                     dim=features.shape[1], nnz=int(features.nnz))
         if pair_checks is not None:

@@ -6,7 +6,9 @@ against the dataset (lengths, dictionaries, token ids) and turns ``--assistant-p
 the floor 1 - lambda_max. The Assistant only applies that answer.
 """
 
+import glob
 import logging
+import os
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -43,6 +45,13 @@ def open_train_features(cfg, split: str, dataset, data_path: str,
             for other data; or it has no usable pair checks under ``require``.
     """
     src, tgt = cfg.source_lang, cfg.target_lang
+    parts = sorted(glob.glob(os.path.join(glob.escape(data_path), f"{split}1.*-*.*.idx")))
+    if parts:  # fairseq's load_langpair_dataset joins SPLIT, SPLIT1, SPLIT2, ... for training
+        raise ValueError(f"{data_path} holds {os.path.basename(parts[0])[:-4]} besides "
+                         f"{split}: fairseq trains on the parts joined, but a feature file "
+                         f"describes one binarised split; binarise the training data as one "
+                         f"{split} split, or give the parts as data shards (--data a:b, one an "
+                         "epoch, each with its own features)")
     prefix = cfg.assistant_features or feature_prefix(data_path, split, src, tgt)
     # the sizes as binarised: --truncate-source, --prepend-bos and --append-source-id
     # change the wrapped dataset's sizes, not the pairs the features describe
