@@ -21,7 +21,8 @@ The token losses kept for the Assistant are the unweighted ones.
 import inspect
 import math
 import os
-from collections import deque
+from collections import OrderedDict, deque
+from typing import Optional
 
 import numpy as np
 import torch
@@ -35,6 +36,12 @@ def check_criterion(criterion) -> None:
             f"--task autoassist_translation needs token-level losses, but criterion "
             f"{type(criterion).__name__} has no compute_loss(model, net_output, sample, reduce); "
             "use --criterion cross_entropy or --criterion label_smoothed_cross_entropy")
+    if getattr(criterion, "rdrop_alpha", 0) > 0:
+        # R-Drop doubles the batch and adds its KL term to every token's loss
+        raise ValueError(
+            f"--task autoassist_translation needs one loss per target token of the batch, but "
+            f"--rdrop-alpha {criterion.rdrop_alpha} runs every sentence twice and adds a KL "
+            "term to each token; use --rdrop-alpha 0, or --task translation for R-Drop")
 
 
 def label_smoothing_floor(epsilon: float, vocab_size: int) -> float:
@@ -96,6 +103,12 @@ class capture_token_losses:
 
 def _by_sentence(token_losses: torch.Tensor, target: torch.Tensor, padding_idx: int):
     """*token_losses* as (bsz, len), and the mask of their non-padding target tokens."""
+    if token_losses.numel() % max(target.size(0), 1) or \
+            token_losses.numel() > target.numel():
+        raise ValueError(f"the criterion gave {token_losses.numel()} token losses for a batch of "
+                         f"{target.size(0)} x {target.size(1)} target tokens: it is not one "
+                         "loss per target token; use --criterion label_smoothed_cross_entropy "
+                         "or cross_entropy")
     tokens = token_losses.reshape(target.size(0), -1)
     # criteria may drop a target prefix (--ignore-prefix-size): align the mask from the end
     return tokens, target[:, target.size(1) - tokens.size(1):].ne(padding_idx)
@@ -129,14 +142,21 @@ class BossLosses:
 
     def __init__(self, recent: int = 64):
         self._held = deque()  # (ids, cpu losses, cuda event or None, seq), oldest first
-        self._recent = deque(maxlen=recent)  # batches seen lately (fairseq's --amp retry)
+        # the batches seen lately, by their run-wide number, with the statistics their step
+        # returned (fairseq's --amp retry; on a GPU it prepares the sample again, so the
+        # retried batch is known by its number, not by its dict)
+        self._recent = OrderedDict()
+        self._size = recent
 
     def hold(self, meta: dict, losses: torch.Tensor) -> bool:
         """Keep a step's losses; returns True (and keeps nothing) for a batch seen lately:
         fairseq's ``--amp`` retries an update with the same samples after an overflow."""
-        if any(m is meta for m in self._recent):
+        seq = int(meta["seq"])
+        if seq in self._recent:
             return True
-        self._recent.append(meta)
+        self._recent[seq] = {}
+        while len(self._recent) > self._size:
+            self._recent.popitem(last=False)
         event = None
         if losses.is_cuda:
             copy = torch.empty(losses.shape, dtype=losses.dtype, pin_memory=True)
@@ -145,8 +165,15 @@ class BossLosses:
             event.record()
         else:
             copy = losses.detach()
-        self._held.append((meta["ids"], copy, event, int(meta["seq"])))
+        self._held.append((meta["ids"], copy, event, seq))
         return False
+
+    def step_stats(self, seq: int, stats: Optional[dict] = None) -> dict:
+        """The statistics of batch *seq*'s first step: kept with *stats*, returned without.
+        fairseq drops the logging outputs of a step it retries, so the retry reports them."""
+        if stats is not None and seq in self._recent:
+            self._recent[seq] = stats
+        return self._recent.get(seq, {})
 
     def ready(self, keep_last: bool = True, wait: bool = False):
         """Yield ``(ids, losses, seq)`` of the batches whose copy is done, in training order;
@@ -179,7 +206,8 @@ def train_step_with_losses(step, itr, sample: dict, criterion, update_num: int,
     Runs ``step()`` (fairseq's ``train_step``) with the token losses captured, hands the
     batch's per-sentence losses to the Assistant (one step later), and returns the step's
     result and this step's statistics (:mod:`..metrics`): the iterator's counters since the
-    last step, and the batch's tokens unless fairseq's ``--amp`` retries the batch.
+    last step and the batch's tokens; for a batch fairseq's ``--amp`` retries, those of its
+    first step, which fairseq dropped.
 
     Returns:
         tuple: ``(loss, sample_size, logging_output), stats``.
@@ -190,13 +218,15 @@ def train_step_with_losses(step, itr, sample: dict, criterion, update_num: int,
     with capture_token_losses(criterion, sample.get("autoassist_weight")) as captured:
         result = step()
     retry = itr.hold_losses(meta, sentence_losses(captured.token_losses, sample, padding_idx))
+    if retry:  # fairseq's --amp trains the same batch again, and logs only this step
+        return result, dict(itr.losses.step_stats(int(meta["seq"])))
     stats = itr.pop_log_stats()
-    if not retry:  # fairseq's --amp retry trains the same batch again
-        if trace is not None:
-            trace.write(itr.epoch, update_num, meta["ids"])
-        stats["boss_tokens"] = meta["tokens"]
-        src_tokens, target = sample["net_input"]["src_tokens"], sample["target"]
-        stats["boss_padded_tokens"] = target.size(0) * (src_tokens.size(1) + target.size(1))
+    if trace is not None:
+        trace.write(itr.epoch, update_num, meta["ids"])
+    stats["boss_tokens"] = meta["tokens"]
+    src_tokens, target = sample["net_input"]["src_tokens"], sample["target"]
+    stats["boss_padded_tokens"] = target.size(0) * (src_tokens.size(1) + target.size(1))
+    itr.losses.step_stats(int(meta["seq"]), stats)
     return result, stats
 
 

@@ -49,6 +49,15 @@ def main(argv=None) -> int:
         parser.error("give a number of workers >= 1 and, after --, the fairseq-train command")
     port = free_port()
     procs = []
+
+    def stop_all(signum=signal.SIGTERM, frame=None):
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signum)
+
+    # before the first start: a Ctrl-C while workers start reaches those already started
+    signal.signal(signal.SIGINT, lambda s, f: stop_all(signal.SIGINT))
+    signal.signal(signal.SIGTERM, lambda s, f: stop_all(signal.SIGTERM))
     for rank in range(args.workers):
         cmd = command + [
             "--cpu", "--distributed-backend", "gloo",
@@ -63,14 +72,6 @@ def main(argv=None) -> int:
                                 start_new_session=True)
         threading.Thread(target=_relay, args=(rank, proc.stdout), daemon=True).start()
         procs.append(proc)
-
-    def stop_all(signum=signal.SIGTERM, frame=None):
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signum)
-
-    signal.signal(signal.SIGINT, lambda s, f: stop_all(signal.SIGINT))
-    signal.signal(signal.SIGTERM, lambda s, f: stop_all(signal.SIGTERM))
     code = 0
     try:
         while any(p.poll() is None for p in procs):
@@ -89,7 +90,8 @@ def main(argv=None) -> int:
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
-    return code or next((p.returncode for p in procs if p.returncode), 0)
+    code = code or next((p.returncode for p in procs if p.returncode), 0)
+    return code if code >= 0 else 128 - code  # a worker ended by signal N: 128 + N, as a shell says
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Detokenised sacreBLEU of a ``fairseq-generate`` output against raw references.
 
-Takes the ``H-<id>`` lines of the generate output (already with the sentencepiece
-pieces joined back into text by ``--remove-bpe sentencepiece``), puts them back in
-input order, writes them one per line to ``--hyp-out`` and scores them against the
+Takes the ``D-<id>`` lines of the generate output (the hypotheses after
+``--remove-bpe sentencepiece`` and any ``--tokenizer``/``--bpe`` decoding; ``H-`` lines
+where there are none), the best of each id's ``--nbest``, puts them back in input order, writes them one per line to ``--hyp-out`` and scores them against the
 raw reference file (the untokenised text kept by ``prepare-corpus.sh``)::
 
     python scripts/sacrebleu_score.py --generate-output gen.txt --ref data/raw/test.de \\
@@ -19,13 +19,17 @@ import sacrebleu
 
 
 def read_hypotheses(path: str):
-    hyps = {}
+    """{id: the first (best) detokenised hypothesis}: fairseq-generate prints an id's
+    ``--nbest`` hypotheses best first; ``D-`` is the text after every decoding step, ``H-``
+    before ``--tokenizer``/``--bpe`` decoding (the same text without them)."""
+    found = {"D-": {}, "H-": {}}
     with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
         for line in f:
-            if line.startswith("H-"):
+            kind = line[:2]
+            if kind in found:
                 fields = line.rstrip("\n").split("\t")
-                hyps[int(fields[0][2:])] = fields[2] if len(fields) > 2 else ""
-    return hyps
+                found[kind].setdefault(int(fields[0][2:]), fields[2] if len(fields) > 2 else "")
+    return found["D-"] or found["H-"]
 
 
 def main(argv=None) -> int:

@@ -119,3 +119,12 @@ def test_the_plugin_destroys_a_gloo_process_group_before_the_interpreter_ends(tm
                           timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "initialized at exit: False" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+
+
+def test_the_launcher_exits_as_a_shell_does_for_a_worker_ended_by_a_signal():
+    """A worker killed by SIGKILL makes the launcher exit 137 (128 + 9), not Python's -9."""
+    worker = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    proc = subprocess.run([sys.executable, REPO / "scripts" / "launch_cpu_workers.py", "2", "--",
+                           sys.executable, "-c", worker], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 128 + signal.SIGKILL, proc.stdout + proc.stderr

@@ -94,3 +94,26 @@ def test_copied_outputs_counts_translations_equal_to_their_source(tmp_path):
                      tmp_path / "src", tmp_path / "short"], capture_output=True, text=True,
                     cwd=REPO, timeout=60)
     assert proc.returncode != 0 and "1 hypotheses for 3 source lines" in proc.stderr
+
+
+def test_bleu_scores_the_best_detokenised_hypothesis(tmp_path, capsys):
+    """With --nbest, an id has several hypotheses, best first; with --tokenizer or --bpe,
+    H- lines hold the tokenised text and D- lines the text that BLEU compares."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sacrebleu_score", SCRIPTS / "sacrebleu_score.py")
+    score = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(score)
+    gen = tmp_path / "gen.txt"
+    refs = ["the cat sat on the mat, as cats do.", "a good day to you all, my friends!"]
+    gen.write_text(
+        "S-1\tb\nH-1\t-0.1\ta good day to you all , my friends !\nD-1\t-0.1\t" + refs[1]
+        + "\nH-1\t-0.9\tday\nD-1\t-0.9\tday\nS-0\ta\n"
+        "H-0\t-0.2\tthe cat sat on the mat , as cats do .\nD-0\t-0.2\t" + refs[0]
+        + "\nH-0\t-0.8\tbye\nD-0\t-0.8\tbye\n")
+    ref = tmp_path / "ref.txt"
+    ref.write_text("".join(r + "\n" for r in refs))
+    assert score.main(["--generate-output", str(gen), "--ref", str(ref),
+                       "--hyp-out", str(tmp_path / "hyp.txt")]) == 0
+    assert (tmp_path / "hyp.txt").read_text() == ref.read_text()
+    assert "BLEU = 100.00" in capsys.readouterr().out

@@ -1,6 +1,7 @@
 """Per-sentence losses on their way to the Assistant: handed over one step late, once."""
 
 import numpy as np
+import pytest
 import torch
 
 from autoassist_fairseq.losses import BossLosses, sentence_losses
@@ -55,3 +56,72 @@ def test_label_smoothing_floor_is_fairseqs_loss_at_the_smoothed_target():
     assert label_smoothing_floor(0.0, vocab) == 0.0  # cross_entropy: no floor
     # 0.1 over about 8k types: the 1.77 bits per token that the results cite
     assert abs(label_smoothing_floor(0.1, 7_800) / np.log(2) - 1.77) < 0.01
+
+
+class _Criterion:
+    padding_idx = 1
+
+    def compute_loss(self, model, net_output, sample, reduce=True):
+        loss = net_output.reshape(-1)
+        return (loss.sum(), loss.sum()) if reduce else (loss, loss)
+
+
+class _Iterator:
+    """The iterator's side of a training step: counters popped once per step."""
+
+    epoch = 1
+
+    def __init__(self):
+        from types import SimpleNamespace
+
+        self.losses = BossLosses()
+        self.client = SimpleNamespace(check=lambda: None)
+        self.pops = 0
+
+    def begin_update(self, update_num):
+        pass
+
+    def hold_losses(self, meta, losses):
+        return self.losses.hold(meta, losses)
+
+    def pop_log_stats(self):
+        self.pops += 1
+        return {"considered_tokens": 100.0}
+
+
+def test_an_amp_retry_on_a_prepared_copy_is_one_batch_with_its_first_steps_counts():
+    """On a GPU fairseq prepares the sample again for the --amp retry (a new dict): the
+    batch is still reported to the Assistant once, and the retry's step returns the counts
+    of the first step, whose logging output fairseq dropped."""
+    from autoassist_fairseq.losses import train_step_with_losses
+
+    crit, itr = _Criterion(), _Iterator()
+    out = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+
+    def sample(seq):
+        return {"autoassist": {"ids": np.array([4, 5]) + seq, "tokens": 9, "seq": seq},
+                "target": torch.tensor([[5, 6], [5, 6]]), "net_input": {"src_tokens": out}}
+
+    def step(s):
+        return train_step_with_losses(lambda: (crit.compute_loss(None, out, s), 2, {}), itr, s,
+                                      crit, 0, padding_idx=1)
+
+    _, first = step(sample(0))
+    _, retry = step(sample(0))  # another dict, the same batch
+    assert retry == first and first["boss_tokens"] == 9 and first["considered_tokens"] == 100
+    assert itr.pops == 1
+    _, second = step(sample(1))
+    assert second["boss_tokens"] == 9 and itr.pops == 2
+    assert [seq for _, _, seq in itr.losses.ready(keep_last=False)] == [0, 1]
+
+
+def test_criteria_without_one_loss_per_target_token_are_refused():
+    from types import SimpleNamespace
+
+    from autoassist_fairseq.losses import check_criterion, sentence_losses
+
+    with pytest.raises(ValueError, match="--rdrop-alpha 0.5 runs every sentence twice"):
+        check_criterion(SimpleNamespace(compute_loss=_Criterion().compute_loss, rdrop_alpha=0.5))
+    doubled = torch.ones(2 * 2 * 3)  # R-Drop: the batch twice
+    with pytest.raises(ValueError, match="gave 12 token losses for a batch of 2 x 3"):
+        sentence_losses(doubled, {"target": torch.tensor([[5, 6, 7], [5, 6, 1]])}, padding_idx=1)
