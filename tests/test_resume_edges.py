@@ -187,3 +187,32 @@ def test_a_state_saved_at_an_epochs_end_resumes_on_the_next_data_shard():
         ids = np.concatenate([s["autoassist"]["ids"] for s in itr.next_epoch_itr()])
         assert ids.max() < 1000
     assert resumed.batches_done == uninterrupted.batches_done
+
+
+def test_an_update_after_one_fairseq_skipped_acts_as_a_new_update(monkeypatch):
+    """After an --fp16 overflow fairseq does not count the update, so the next update comes
+    with the same number: it still hands over the losses and gathers the states a save
+    needs. A micro-batch of the same update, or an --amp retry (nothing consumed), does not."""
+    from autoassist_fairseq.data.run_points import RunPoints
+
+    gen = _generator()
+    itr = AutoAssistEpochBatchIterator(list(range(N)), _collate, gen,
+                                       lambda: LocalSource(gen, _NonfiniteCounter, 10**9),
+                                       points=RunPoints(update_freq=2))
+    flushes = []
+    monkeypatch.setattr(itr, "flush_losses", lambda: flushes.append(itr.iterations_in_epoch))
+    epoch = itr.next_epoch_itr()
+
+    def micro_batch(update, consume=True):
+        if consume:
+            next(epoch)
+        itr.begin_update(update)
+
+    for update in (0, 1, 1):  # update 1 overflows: the next update has its number again
+        micro_batch(update)
+        micro_batch(update)
+    micro_batch(1, consume=False)  # an --amp retry of that update: the same samples again
+    micro_batch(1, consume=False)
+    micro_batch(2)
+    micro_batch(2)
+    assert flushes == [1, 3, 5, 7]  # at the first micro-batch of each update trained

@@ -82,7 +82,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.all_gather = all_gather or (lambda obj: [obj])
         self.num_workers, self.buffer_size = num_workers, buffer_size
         self.points = points or RunPoints()
-        self._last_update = None
+        self._last_update = None  # (update, epoch, consumed) at the first micro-batch
         self.shuffle = True  # fairseq's state key; shuffle=False is refused
         self.stream = BatchStream(generator, reweight=reweight)
         self.client = AssistantClient(start_source, generator, self.stream, fallback,
@@ -289,10 +289,17 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def begin_update(self, update_num: int) -> None:
         """Called by every micro-batch of an update, before its step; acts at the first:
         hands over the previous update's losses (its step has ended), and gathers every
-        rank's batch plan before an update after which fairseq may save."""
-        if update_num == self._last_update:
+        rank's batch plan before an update after which fairseq may save.
+
+        A micro-batch of the same update number starts another update where the batches
+        consumed since the last first micro-batch are a whole update's: after fairseq skips
+        an update (an ``--fp16`` overflow) the next one has the skipped one's number. An
+        ``--amp`` retry consumes nothing, so it is the same update."""
+        last = self._last_update
+        if last is not None and last[:2] == (update_num, self.epoch) \
+                and self.iterations_in_epoch - last[2] < self.points.update_freq:
             return
-        self._last_update = update_num
+        self._last_update = (update_num, self.epoch, self.iterations_in_epoch)
         self.flush_losses()
         if self.points.saves_after(update_num) or self.end_of_epoch():
             self.sync_checkpoint_state()
