@@ -123,49 +123,25 @@ def test_shutdown_is_idempotent_and_leaves_no_process(proc):
         proc.get(timeout=1)
 
 
-def test_child_exits_when_parent_dies(tmp_path):
-    """A Boss killed with SIGKILL leaves no Assistant behind."""
+@pytest.mark.parametrize("behind", [False, True])
+def test_child_exits_when_parent_dies(tmp_path, behind):
+    """A Boss killed with SIGKILL leaves no Assistant behind: idle, or while the Assistant is
+    behind with a loss message half written into the full pipe (the child holds no copy of
+    the pipe's write end, so its read of the half message ends instead of blocking)."""
     script = tmp_path / "boss.py"
     script.write_text(
-        "import time\n"
-        "from test_process import SlowAssistant, OneWindowGenerator\n"
-        "from autoassist_fairseq.transport.process import AssistantProcess\n"
-        "p = AssistantProcess(SlowAssistant, OneWindowGenerator)\n"
-        "print(p.proc.pid, flush=True)\n"
-        "time.sleep(60)\n")
-    boss = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
-                            env=_child_env())
-    child = int(boss.stdout.readline())
-    boss.kill()
-    boss.wait()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if not running(child):
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail("the Assistant outlived its Boss")
-
-
-
-def test_child_exits_when_parent_dies_mid_message(tmp_path):
-    """A Boss killed while the Assistant is behind, with a loss message half written into
-    the full pipe, leaves no Assistant behind: the child holds no copy of the pipe's write
-    end, so its read of the half message ends instead of blocking."""
-    script = tmp_path / "boss.py"
-    script.write_text(
-        "import os, signal, time\n"
+        "import os, signal, sys, time\n"
         "import numpy as np\n"
         "from test_process import SlowAssistant, OneWindowGenerator\n"
         "from autoassist_fairseq.transport.process import AssistantProcess\n"
         "p = AssistantProcess(SlowAssistant, OneWindowGenerator)\n"
-        "for _ in range(30):  # ~11 KB each: more than the pipe holds while the child learns\n"
-        "    p.send_losses(np.arange(700), np.random.rand(700))\n"
+        "for _ in range(30 if sys.argv[1] == 'behind' else 0):  # ~11 KB each: more than the\n"
+        "    p.send_losses(np.arange(700), np.random.rand(700))  # pipe holds while it learns\n"
         "time.sleep(1.0)\n"
         "print(p.proc.pid, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n")
-    boss = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
-                            env=_child_env())
+    boss = subprocess.Popen([sys.executable, str(script), "behind" if behind else "idle"],
+                            stdout=subprocess.PIPE, text=True, env=_child_env())
     child = int(boss.stdout.readline())
     boss.wait()
     deadline = time.monotonic() + 5
@@ -175,7 +151,7 @@ def test_child_exits_when_parent_dies_mid_message(tmp_path):
         time.sleep(0.05)
     else:
         os.kill(child, signal.SIGKILL)
-        pytest.fail("the Assistant outlived its Boss, blocked in a half-written message")
+        pytest.fail("the Assistant outlived its Boss")
 
 
 # -- large windows: the process dies with a message half written ---------------------------
