@@ -248,3 +248,20 @@ def test_a_run_resumed_after_the_uniform_fallback_agrees_the_same_epoch_lengths(
     resumed = iterator()
     resumed.load_state_dict(saved)
     assert len(resumed.next_epoch_itr()) == second
+
+
+@pytest.mark.parametrize("points, first", [
+    (RunPoints(anneal=0.8, max_epoch=5), ("epoch", 2)),  # (1 - 0.8) * 5 is 0.999...
+    (RunPoints(anneal=0.3, max_epoch=10), ("epoch", 8)),
+    (RunPoints(anneal=0.7, max_update=10), ("update", 3)),  # 3.0000000000000004
+    (RunPoints(anneal=0.125, max_update=2604, update_freq=2), ("update", 2279)),
+])
+def test_annealing_starts_where_the_share_says_in_decimal(points, first):
+    """The first annealed epoch or update is that of the decimal share: float rounding of
+    (1 - F) x N moved it by one."""
+    kind, value = first
+    if kind == "epoch":
+        assert points.anneal_epoch == value and points.anneal_batch is None
+    else:
+        assert points.anneal_update == value and points.anneal_epoch is None
+        assert points.anneal_batch == value * points.update_freq
