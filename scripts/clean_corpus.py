@@ -264,10 +264,14 @@ def main(argv=None) -> int:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp_src, tmp_tgt = args.out_src + ".tmp", args.out_tgt + ".tmp"
     kept_ids = []
+    undecodable = {args.in_src: [], args.in_tgt: []}  # line numbers with bytes not UTF-8
     with open_text(args.in_src) as fs, open_text(args.in_tgt) as ft, \
             open(tmp_src, "w", encoding="utf-8", newline="\n") as gs, \
             open(tmp_tgt, "w", encoding="utf-8", newline="\n") as gt:
         for i, line_id, src, tgt in zip(range(n_src), ids, fs, ft):
+            for path, line in ((args.in_src, src), (args.in_tgt, tgt)):
+                if "\ufffd" in line:  # what open_text put for bytes that are not UTF-8
+                    undecodable[path].append(i + 1)
             if not keep[i]:
                 continue
             if args.filter:
@@ -278,6 +282,16 @@ def main(argv=None) -> int:
             gs.write(src)
             gt.write(tgt)
             kept_ids.append(line_id)
+    bad = {path: lines for path, lines in undecodable.items() if lines}
+    for path, lines in bad.items():
+        print(f"{'ERROR' if not args.filter else 'WARNING'}: {len(lines)} lines of {path} are "
+              f"not valid UTF-8 (first: line {lines[0]}); their bad bytes "
+              f"{'would become' if not args.filter else 'became'} U+FFFD; convert the file to "
+              "UTF-8, e.g. iconv -f latin1 -t utf-8", file=sys.stderr)
+    if bad and not args.filter:  # valid/test: BLEU would compare against damaged references
+        os.remove(tmp_src)
+        os.remove(tmp_tgt)
+        return 2
     if args.line_ids_out:
         with open(args.line_ids_out + ".tmp", "w", encoding="utf-8") as f:
             f.writelines(f"{i}\n" for i in kept_ids)

@@ -164,8 +164,11 @@ else
     done
     if [[ $have_all == 0 ]]; then
         # a train pair of another name (e.g. the shared sample)?
+        declare -A seen_base=()
         while IFS= read -r en; do
             base="${en%.gz}"; base="${base%.en}"
+            [[ -z "${seen_base[$base]:-}" ]] || continue  # train.en and train.en.gz: one corpus
+            seen_base[$base]=1
             de="$(resolve_text "$base.de")" || continue
             TRAIN_FILES+=("$en" "$de")
         done < <(find -L "$RAW_DIR" -path "$OUT" -prune -o -type f \( -name 'train*.en' -o -name 'train*.en.gz' \) -print | sort)

@@ -401,3 +401,19 @@ def test_clean_corpus_errors_name_the_problem(tmp_path):
     assert proc.returncode == 2 and "holds 1 line ids but the input has 2 lines" in proc.stderr
     proc = run(base + ["--ratio", "0.9"], check=False)
     assert proc.returncode == 2 and "--ratio must be at least 1 (got 0.9)" in proc.stderr
+
+
+def test_text_that_is_not_utf8_is_refused_in_references_and_counted_in_training(tmp_path):
+    """A Latin-1 reference would be scored with its bad bytes replaced; a training corpus
+    gets them replaced too, with a count."""
+    (tmp_path / "in.s").write_text("Munich is nice\nhello there\n")
+    (tmp_path / "in.t").write_bytes("München ist schön\nhallo\n".encode("latin-1"))
+    base = [sys.executable, SCRIPTS / "clean_corpus.py", "--in-src", tmp_path / "in.s",
+            "--in-tgt", tmp_path / "in.t", "--out-src", tmp_path / "o.s", "--out-tgt",
+            tmp_path / "o.t"]
+    proc = run(base, check=False)  # valid/test: copied as they are
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"1 lines of {tmp_path / 'in.t'} are not valid UTF-8 (first: line 1)" in proc.stderr
+    assert "iconv" in proc.stderr and not (tmp_path / "o.t").exists()
+    proc = run(base + ["--filter", "--no-ratio-filter"], check=False)
+    assert proc.returncode == 0 and "WARNING: 1 lines of" in proc.stderr
