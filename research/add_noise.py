@@ -46,8 +46,12 @@ def read_lines(prefix, lang):
     for path in (f"{prefix}.{lang}", f"{prefix}.{lang}.gz"):
         if os.path.exists(path):
             opener = gzip.open if path.endswith(".gz") else open
-            with opener(path, "rt", encoding="utf-8", newline="\n") as f:
-                return [line.rstrip("\n") for line in f], path
+            try:
+                with opener(path, "rt", encoding="utf-8", newline="\n") as f:
+                    return [line.rstrip("\n") for line in f], path
+            except UnicodeDecodeError as err:
+                raise SystemExit(f"add_noise.py: error: {path} is not valid UTF-8 ({err}); "
+                                 "convert it, e.g. iconv -f latin1 -t utf-8") from None
     raise SystemExit(f"add_noise.py: error: neither {prefix}.{lang} nor {prefix}.{lang}.gz "
                      "exists; --train takes the prefix of the two sides (e.g. raw/train)")
 

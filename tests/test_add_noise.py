@@ -96,6 +96,10 @@ def test_missing_and_misaligned_inputs_are_errors(tmp_path):
     (tmp_path / "train.de").write_text("one\ntwo\n")
     proc = _run(tmp_path)
     assert proc.returncode != 0 and "2000 source and 2 target lines" in proc.stderr
+    (tmp_path / "train.de").write_bytes("schön\n".encode("latin-1"))
+    proc = _run(tmp_path)
+    assert proc.returncode != 0 and "train.de is not valid UTF-8" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_split_counts_sum_to_the_total():
