@@ -22,7 +22,6 @@ import inspect
 import math
 import os
 from collections import OrderedDict, deque
-from typing import Optional
 
 import numpy as np
 import torch
@@ -168,11 +167,14 @@ class BossLosses:
         self._held.append((meta["ids"], copy, event, seq))
         return False
 
-    def step_stats(self, seq: int, stats: Optional[dict] = None) -> dict:
-        """The statistics of batch *seq*'s first step: kept with *stats*, returned without.
-        fairseq drops the logging outputs of a step it retries, so the retry reports them."""
-        if stats is not None and seq in self._recent:
+    def keep_stats(self, seq: int, stats: dict) -> None:
+        """The statistics the first step of batch *seq* returned: fairseq drops the logging
+        outputs of a step it retries, so the retry reports them (:meth:`first_stats`)."""
+        if seq in self._recent:
             self._recent[seq] = stats
+
+    def first_stats(self, seq: int) -> dict:
+        """What :meth:`keep_stats` kept for batch *seq* (empty if nothing)."""
         return self._recent.get(seq, {})
 
     def ready(self, keep_last: bool = True, wait: bool = False):
@@ -219,14 +221,14 @@ def train_step_with_losses(step, itr, sample: dict, criterion, update_num: int,
         result = step()
     retry = itr.hold_losses(meta, sentence_losses(captured.token_losses, sample, padding_idx))
     if retry:  # fairseq's --amp trains the same batch again, and logs only this step
-        return result, dict(itr.losses.step_stats(int(meta["seq"])))
+        return result, dict(itr.losses.first_stats(int(meta["seq"])))
     stats = itr.pop_log_stats()
     if trace is not None:
         trace.write(itr.epoch, update_num, meta["ids"])
     stats["boss_tokens"] = meta["tokens"]
     src_tokens, target = sample["net_input"]["src_tokens"], sample["target"]
     stats["boss_padded_tokens"] = target.size(0) * (src_tokens.size(1) + target.size(1))
-    itr.losses.step_stats(int(meta["seq"]), stats)
+    itr.losses.keep_stats(int(meta["seq"]), stats)
     return result, stats
 
 

@@ -52,19 +52,28 @@ def open_train_features(cfg, split: str, dataset, data_path: str,
                          f"describes one binarised split; binarise the training data as one "
                          f"{split} split, or give the parts as data shards (--data a:b, one an "
                          "epoch, each with its own features)")
-    prefix = cfg.assistant_features or feature_prefix(data_path, split, src, tgt)
     # the sizes as binarised: --truncate-source, --prepend-bos and --append-source-id
     # change the wrapped dataset's sizes, not the pairs the features describe
+    store = open_checked_features(data_path, split, src, tgt, stored_sizes(dataset.src),
+                                  stored_sizes(dataset.tgt), len(dataset),
+                                  cfg.assistant_features)
+    logger.info(f"AutoAssist features: {store.prefix} ({store.num_rows} pairs, dim {store.dim})")
+    return TrainFeatures(store, _suspect_pairs(store, pair_checks, str(cfg.assistant_rule)))
+
+
+def open_checked_features(data_path: str, split: str, src: str, tgt: str, src_sizes,
+                          tgt_sizes, num_rows: int, prefix: Optional[str] = None) -> FeatureStore:
+    """The feature file at *prefix* (default: the split's default place), checked against
+    the binarised split it describes: its pair count, lengths, dictionaries and token ids.
+    Every error quotes the command that rebuilds it."""
+    prefix = prefix or feature_prefix(data_path, split, src, tgt)
     fingerprint = dataset_fingerprint(
-        stored_sizes(dataset.src), stored_sizes(dataset.tgt),
-        [f"{data_path}/dict.{src}.txt", f"{data_path}/dict.{tgt}.txt"])
+        src_sizes, tgt_sizes, [f"{data_path}/dict.{src}.txt", f"{data_path}/dict.{tgt}.txt"])
     tokens = token_fingerprint(token_files(
         [dataset_prefix(data_path, split, src, tgt, lang) for lang in (src, tgt)]))
-    store = FeatureStore.open(prefix, fingerprint=fingerprint, num_rows=len(dataset),
-                              rebuild_hint=build_command(data_path, split, src, tgt, prefix),
-                              tokens=tokens)
-    logger.info(f"AutoAssist features: {prefix} ({store.num_rows} pairs, dim {store.dim})")
-    return TrainFeatures(store, _suspect_pairs(store, pair_checks, str(cfg.assistant_rule)))
+    return FeatureStore.open(prefix, fingerprint=fingerprint, num_rows=num_rows,
+                             rebuild_hint=build_command(data_path, split, src, tgt, prefix),
+                             tokens=tokens)
 
 
 def _suspect_pairs(store: FeatureStore, pair_checks: str, rule: str) -> Optional[np.ndarray]:
