@@ -233,3 +233,34 @@ def test_bad_arguments_are_clear_errors(tmp_path):
     assert bad.returncode == 2 and "--reference-share 1.5: must be in (0, 1)" in bad.stderr
     helped = run([BIN / "autoassist-diagnose", "--help"])
     assert "pays" in helped.stdout and "oracle-only" in helped.stdout
+
+
+def test_checkpoint_position_counts_data_passes_not_fairseq_epochs():
+    """An AutoAssist checkpoint's passes are its stream's (an epoch of skipped pairs holds
+    fewer batches than a pass); a plain checkpoint's come from fairseq's epoch and offset."""
+    from types import SimpleNamespace
+
+    from autoassist_fairseq.diagnose.scoring import checkpoint_position
+
+    class Dataset:
+        def __len__(self):
+            return 200
+
+        def ordered_indices(self):
+            return np.arange(200)
+
+        def batch_by_size(self, indices, **_):
+            return np.array_split(indices, 10)
+
+    cfg = SimpleNamespace(max_tokens=100, batch_size=None, required_batch_size_multiple=1)
+    history = [{"num_updates": 57}]
+    # fairseq's epoch 5, but rank 0's stream is a quarter into its third pass
+    stream = {"generator": {"epoch": 3, "next_pair": 50}}
+    saved = {"world_size": 1, "ranks": [{"stream": stream}]}
+    state = {"optimizer_history": history, "extra_state": {"train_iterator": {
+        "epoch": 5, "iterations_in_epoch": 4, "autoassist": saved}}}
+    assert checkpoint_position(state, Dataset(), cfg) == {"num_updates": 57, "passes": 2.25}
+    saved["world_size"] = 2  # rank 0's shard: every second pair
+    assert checkpoint_position(state, Dataset(), cfg)["passes"] == 2.5
+    del state["extra_state"]["train_iterator"]["autoassist"]
+    assert checkpoint_position(state, Dataset(), cfg)["passes"] == pytest.approx(4.4)

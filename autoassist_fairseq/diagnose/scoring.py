@@ -66,12 +66,24 @@ def _machine_busy_seconds():
 
 
 def checkpoint_position(state, dataset, cfg):
-    """Updates and data passes a checkpoint had trained: fairseq's saved epoch in progress
-    and batch offset, the offset over the epoch's batches (fairseq's batching with the
-    run's --max-tokens, --batch-size and --required-batch-size-multiple, without its length
-    filter: exact at epoch ends)."""
+    """Updates and data passes a checkpoint had trained. With an AutoAssist stream, the
+    passes are rank 0's: its generator's data pass and the share of its shard drawn into
+    windows (fairseq's epoch counts batches, and an epoch of skipped pairs is not a pass;
+    the few windows prefetched beyond the last update count as drawn, and the shard's size is
+    taken before fairseq's length filter). Otherwise fairseq's
+    saved epoch in progress and batch offset, the offset over the epoch's batches
+    (fairseq's batching with the run's --max-tokens, --batch-size and
+    --required-batch-size-multiple, without its length filter: exact at epoch ends)."""
     itr = (state.get("extra_state") or {}).get("train_iterator") or {}
     history = state.get("optimizer_history") or [{}]
+    saved = itr.get("autoassist") or {}
+    rank0 = (saved.get("ranks") or [None])[0] or {}
+    generator = (rank0.get("stream") or {}).get("generator")
+    if generator is not None and int(generator["epoch"]) >= 1:
+        shard = -(-len(dataset) // int(saved.get("world_size", 1)))  # indices[rank::world]
+        drawn = min(int(generator["next_pair"]) / shard, 1.0)
+        return {"num_updates": history[-1].get("num_updates"),
+                "passes": int(generator["epoch"]) - 1 + drawn}
     offset = int(itr.get("iterations_in_epoch") or 0)
     passes = float(itr.get("epoch", 1)) - 1
     if offset:
