@@ -301,7 +301,9 @@ def _terminate(signum, frame):
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, _terminate)  # unwinds run_training, which stops its child
+    # SIGTERM and a closed terminal unwind run_training, which stops its child
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
     try:
         main()
     except BenchmarkError as err:

@@ -500,3 +500,61 @@ def test_bleu_is_scored_at_mid_epoch_validation_checkpoints(tmp_path, monkeypatc
                       "checkpoint_last.pt"]
     assert [(p["updates"], p["boss_tokens"], p["bleu"]) for p in points] == [
         (100, 1000, 1.0), (120, 1200, 2.0), (200, 2000, 3.0), (250, 2500, 4.0)]
+
+
+def _wait_ended(pid, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not running(pid)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_training_child_ends_when_its_driver_is_killed_outright():
+    """The fairseq-train child of a driver killed by SIGKILL (no handler runs) gets SIGTERM
+    from the kernel, so a rerun never resumes into a folder another training still writes."""
+    child = None
+    sleeper = runs.DIE_WITH_PARENT + "import time; time.sleep(60)"
+    driver = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys, time; p = subprocess.Popen("
+         f"[sys.executable, '-c', {sleeper!r}]); print(p.pid, flush=True); "
+         "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(driver.stdout.readline())
+        time.sleep(0.5)  # the child has asked for the signal
+        assert running(child)
+        driver.kill()
+        driver.wait()
+        assert _wait_ended(child), "the training child outlived its killed driver"
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        if child is not None and running(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_run_process_group_ends_a_scripts_children_on_an_exception(tmp_path):
+    """evaluate.sh's fairseq-generate is bash's child: an interrupted BLEU step (Ctrl-C, or
+    SIGTERM turned into SystemExit) ends the whole group, not bash alone."""
+    pid_file = tmp_path / "grandchild.pid"
+    script = f"sleep 60 & echo $! > {pid_file}; wait"
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runs.run_process_group(["bash", "-c", script], grace=5)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    grandchild = int(pid_file.read_text())
+    try:
+        assert _wait_ended(grandchild), "bash's child outlived the interrupted step"
+    finally:
+        if running(grandchild):
+            os.kill(grandchild, signal.SIGKILL)
+    done = runs.run_process_group(["bash", "-c", "echo out; echo err >&2; exit 3"])
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")

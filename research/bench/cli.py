@@ -212,8 +212,9 @@ def _terminate(signum, frame):
 
 def entry(argv=None):
     """``python -m research.bench``: main, with SIGTERM and BenchmarkError turned into a
-    clean exit (SIGTERM unwinds run_training, which stops its child)."""
+    clean exit (SIGTERM and SIGHUP unwind run_training, which stops its child)."""
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)  # a closed terminal
     try:
         main(argv)
     except BenchmarkError as err:

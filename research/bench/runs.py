@@ -8,6 +8,7 @@ import platform
 import re
 import resource
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -19,9 +20,15 @@ from .logs import HEADER, parse_line
 # fairseq-train, with the plugin's checkpoint-loading fix (torch >= 2.6 refuses fairseq's
 # argparse.Namespace) applied first, so that a baseline run (--task translation, no
 # --user-dir) can resume from its checkpoint too; nothing else of the plugin is used
-# (imported after fairseq_cli.train, whose import sets up fairseq's log format)
-LAUNCH = ("import sys; from fairseq_cli.train import cli_main; import autoassist_fairseq.compat; "
-          "sys.argv[0] = 'fairseq-train'; cli_main()")
+# (imported after fairseq_cli.train, whose import sets up fairseq's log format). On Linux
+# the child first asks for SIGTERM when its parent dies (prctl PR_SET_PDEATHSIG): a driver
+# killed outright (SIGKILL, a closed terminal) must not leave a training that a rerun would
+# resume into the same checkpoint folder beside it
+DIE_WITH_PARENT = ("import sys; sys.platform == 'linux' and __import__('ctypes').CDLL(None)"
+                   ".prctl(1, __import__('signal').SIGTERM); ")
+LAUNCH = DIE_WITH_PARENT + ("from fairseq_cli.train import cli_main; "
+                            "import autoassist_fairseq.compat; "
+                            "sys.argv[0] = 'fairseq-train'; cli_main()")
 
 
 def machine_record():
@@ -113,6 +120,30 @@ def run_training(name, data, args, out):
     return text
 
 
+def run_process_group(args, grace=10.0) -> subprocess.CompletedProcess:
+    """``subprocess.run(args, capture_output=True, text=True)`` in a process group of its own,
+    the whole group ended on any exception (Ctrl-C, SIGTERM turned into SystemExit):
+    ``subprocess.run`` would kill only its child, and a script's own children (the
+    fairseq-generate of evaluate.sh) would go on writing."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:  # the group has ended
+                break
+            try:
+                proc.wait(grace)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+        raise
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
 def run_bleu(data, ckpt_dir, subset="test", checkpoint="checkpoint_best.pt"):
     """Test BLEU of ckpt_dir/CHECKPOINT via scripts/evaluate.sh (None on failure, with the
     error shown); the output is kept next to the checkpoints (bleu.log for the best,
@@ -128,9 +159,8 @@ def run_bleu(data, ckpt_dir, subset="test", checkpoint="checkpoint_best.pt"):
     if not script.exists():
         print(f"WARNING: {script} not found: no BLEU", file=sys.stderr)
         return None
-    proc = subprocess.run(["bash", str(script), str(data), str(ckpt_dir), "--subset", subset,
-                           "--checkpoint", checkpoint, "--user-dir", str(USER_DIR)],
-                          capture_output=True, text=True)
+    proc = run_process_group(["bash", str(script), str(data), str(ckpt_dir), "--subset", subset,
+                              "--checkpoint", checkpoint, "--user-dir", str(USER_DIR)])
     log.write_text(proc.stdout + proc.stderr)
     m = re.search(r"^BLEU = ([\d.]+)", proc.stdout, re.M)
     if proc.returncode != 0 or not m:
