@@ -401,3 +401,22 @@ def test_a_file_without_pair_checks_stops_a_run_that_requires_them_only(tiny_dat
     assert "AutoAssist pair checks off" in out and "autoassist-features" in out
     code, out = train("both", "--assistant-pair-checks", "--assistant-no-pair-checks")
     assert code != 0 and "contradict each other" in out
+
+
+def test_a_file_built_with_no_checks_has_none_for_a_run_that_requires_them(tiny_data, tmp_path):
+    """``--pair-checks none`` writes a pair-checks array with nothing in it: under
+    ``--assistant-pair-checks require`` that must stop the run as a file without the array
+    does, not train with 0 pairs flagged."""
+    from autoassist_fairseq.features.build import build_features
+    from autoassist_fairseq.features.check_settings import PairCheckSettings
+    from autoassist_fairseq.features.store import FeatureStore
+    from autoassist_fairseq.features.training import _suspect_pairs
+
+    prefix = build_features(str(tiny_data), "src", "tgt", output=str(tmp_path / "none"),
+                            settings=PairCheckSettings(checks=()))
+    store = FeatureStore.open(prefix, rebuild_hint="REBUILD")
+    with pytest.raises(FileNotFoundError, match="--pair-checks none.*REBUILD"):
+        _suspect_pairs(store, "require", "paper")
+    assert _suspect_pairs(store, "auto", "paper") is None  # auto: off, with a warning
+    built = FeatureStore.open(str(tiny_data / "train.src-tgt.autoassist"))
+    assert _suspect_pairs(built, "require", "paper") is not None

@@ -225,14 +225,18 @@ class FeatureStore:
 
         Raises:
             FileNotFoundError: the file was built without pair checks (an older
-                ``autoassist-features``, or separate dictionaries).
+                ``autoassist-features``, separate dictionaries, or ``--pair-checks none``).
             ValueError: the sides do not look like two languages to the checks.
         """
         checks = self.pair_checks()
+        hint = self.rebuild_hint or "autoassist-features DATA --source-lang SRC --target-lang TGT"
         if checks is None:
-            hint = self.rebuild_hint or "autoassist-features DATA --source-lang SRC --target-lang TGT"
             raise FileNotFoundError(f"{self.prefix}.json has no pair checks (built by an older "
                                     f"autoassist-features); rebuild the features with: {hint}")
+        if not self.pair_check_settings().checks:  # an array of NaN columns: nothing ran
+            raise FileNotFoundError(f"{self.prefix}.json has no pair checks (built with "
+                                    f"--pair-checks none); rebuild the features without that "
+                                    f"flag: {hint}")
         check_languages_differ(checks, f"{self.prefix}.json")
         return flagged(checks, self.pair_check_settings())
 
