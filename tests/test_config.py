@@ -70,3 +70,13 @@ def test_a_config_file_with_the_old_boolean_still_loads(parsed):
     """YAML configs wrote ``assistant_pair_checks: true`` (require) or ``false`` (default)."""
     for old, mode in ((True, "require"), (False, "auto")):
         assert check_config(_with(parsed, pair_checks=old)).pair_checks == mode
+
+
+def test_annealing_needs_a_run_with_an_end():
+    """``--assistant-anneal`` is a share of the run: without --max-update or --max-epoch it
+    would be silently ignored."""
+    with pytest.raises(ValueError, match="--assistant-anneal=0.2 is a share of the run.*"
+                                         "--max-update or --max-epoch"):
+        check_config(task_config("--assistant-anneal", "0.2", "--stop-time-hours", "1"))
+    for end in (("--max-update", "100"), ("--max-epoch", "5")):
+        check_config(task_config("--assistant-anneal", "0.2", *end))

@@ -139,6 +139,10 @@ def check_config(cfg) -> CheckedConfig:
     if not 0.0 <= cfg.assistant_anneal < 1.0:
         raise ValueError(f"--assistant-anneal={cfg.assistant_anneal} is out of range: it "
                          "must be in [0, 1) (a share of the run, e.g. 0.125)")
+    if cfg.assistant_anneal > 0 and not (cfg.max_update or 0) > 0 and not (cfg.max_epoch or 0) > 0:
+        raise ValueError(f"--assistant-anneal={cfg.assistant_anneal} is a share of the run, "
+                         "but the run has no end: set --max-update or --max-epoch (a run "
+                         "stopped by --stop-time-hours or --stop-min-lr has no known end)")
     pair_checks = _pair_checks(cfg)
     if pair_checks == "require" and hparams.rule == "random":
         raise ValueError("--assistant-pair-checks require cannot go with --assistant-rule "
