@@ -108,3 +108,22 @@ def test_the_advice_for_a_custom_prefix_builds_that_prefix(data, tmp_path):
     assert command[0] == "autoassist-features" and command[-2:] == ["--prefix", str(prefix)]
     assert build.cli_main(command[1:]) == 0  # autoassist-features, in this process
     _open_features(data, "--assistant-features", str(prefix))  # now it opens and matches
+
+
+def test_every_data_shards_features_are_checked_before_training(data, tmp_path):
+    """``--data a:b`` opens shard b at epoch 2: its missing or stale feature file must stop
+    the run at the start, naming that shard, not hours in; one --assistant-features prefix
+    cannot describe two shards."""
+    shard = shutil.copytree(data, tmp_path / "shard2")
+    task = fairseq_task(f"{data}:{shard}")
+    task.load_dataset("train")  # both files fine
+    for path in shard.glob(PREFIX + ".*"):
+        path.unlink()
+    with pytest.raises(FileNotFoundError, match=f"{shard}/{PREFIX}.json.*autoassist-features "
+                                                f"{shard}"):
+        fairseq_task(f"{data}:{shard}").load_dataset("train")
+    with pytest.raises(ValueError, match="--assistant-features .* names one feature file, but "
+                                         "--data has 2 data shards"):
+        fairseq_task(f"{data}:{shard}", "--assistant-features",
+                     str(data / PREFIX)).load_dataset("train")
+    _open_features(data, "--assistant-features", str(data / PREFIX))  # one shard: fine

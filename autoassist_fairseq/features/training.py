@@ -61,6 +61,41 @@ def open_train_features(cfg, split: str, dataset, data_path: str,
     return TrainFeatures(store, _suspect_pairs(store, pair_checks, str(cfg.assistant_rule)))
 
 
+def check_data_shards(cfg, split: str, paths, loaded: str) -> None:
+    """Check the feature file of every data shard of ``--data a:b`` other than *loaded*
+    before training starts, as :func:`open_train_features` checks the loaded one: each
+    shard is opened only at its own epoch, and a missing or stale file must not stop a run
+    hours in. One ``--assistant-features`` prefix cannot describe several shards.
+
+    Raises:
+        FileNotFoundError, PermissionError, ValueError: as :func:`open_checked_features`,
+            naming the shard and the command that builds its file.
+    """
+    from fairseq.data import indexed_dataset
+
+    if len(paths) < 2:
+        return
+    src, tgt = cfg.source_lang, cfg.target_lang
+    if cfg.assistant_features:
+        raise ValueError(f"--assistant-features {cfg.assistant_features} names one feature "
+                         f"file, but --data has {len(paths)} data shards, each with its own "
+                         "features: drop --assistant-features and build each shard's file at "
+                         f"its default place: autoassist-features SHARD --source-lang {src} "
+                         f"--target-lang {tgt}")
+    for path in paths:
+        if path == loaded:
+            continue
+        sizes = []
+        for lang in (src, tgt):
+            prefix = dataset_prefix(path, split, src, tgt, lang)
+            side = indexed_dataset.make_dataset(
+                prefix, impl=indexed_dataset.infer_dataset_impl(prefix))
+            # a copy: the sizes of an mmap dataset live in its map, unmapped with the object
+            sizes.append(np.array(side.sizes, dtype=np.int64))
+        open_checked_features(path, split, src, tgt, sizes[0], sizes[1], len(sizes[0]))
+    logger.info(f"AutoAssist features: the files of all {len(paths)} data shards checked")
+
+
 def open_checked_features(data_path: str, split: str, src: str, tgt: str, src_sizes,
                           tgt_sizes, num_rows: int, prefix: Optional[str] = None) -> FeatureStore:
     """The feature file at *prefix* (default: the split's default place), checked against

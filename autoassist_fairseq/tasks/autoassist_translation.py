@@ -25,7 +25,7 @@ from ..data.batch_iterator import AutoAssistEpochBatchIterator
 from ..data.run_points import RunPoints
 from ..data.schema import run_totals_from_task
 from ..features.store import FeatureStore
-from ..features.training import open_train_features
+from ..features.training import check_data_shards, open_train_features
 from ..losses import BatchTrace, check_criterion, train_step_with_losses
 from ..transport.local_source import LocalSource, pipeline_lag
 from ..transport.process import AssistantProcess
@@ -62,9 +62,11 @@ class AutoAssistTranslationTask(TranslationTask):
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         if split == self.cfg.train_subset:
             paths = utils.split_paths(self.cfg.data)
+            path = paths[(epoch - 1) % len(paths)]
+            if self.features is None:  # the run's first load: every shard's file, up front
+                check_data_shards(self.cfg, split, paths, path)
             self.features, self.suspect = open_train_features(
-                self.cfg, split, self.datasets[split], paths[(epoch - 1) % len(paths)],
-                self.pair_checks)
+                self.cfg, split, self.datasets[split], path, self.pair_checks)
 
     def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None,
                            max_positions=None, ignore_invalid_inputs=False,
