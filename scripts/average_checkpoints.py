@@ -41,6 +41,19 @@ def load(path: str):
     return torch.load(path, map_location="cpu", weights_only=False)
 
 
+def at_least_one(text: str) -> int:
+    """argparse type of --last: a whole number >= 1 (with 0, ``found[-n:]`` would be every
+    checkpoint; with -2, all but the two oldest)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"needs a whole number of at least 1 (got '{text}'): "
+                                         "how many of the newest checkpoints to average")
+    return n
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -48,11 +61,18 @@ def main(argv=None) -> int:
                "--output checkpoints/checkpoint.avg5.pt")
     parser.add_argument("--dir", required=True,
                         help="checkpoint directory (the --save-dir of fairseq-train)")
-    parser.add_argument("--last", type=int, required=True,
+    parser.add_argument("--last", type=at_least_one, required=True,
                         help="how many of the newest update (or else epoch) checkpoints to "
-                             "average")
+                             "average (at least 1)")
     parser.add_argument("--output", required=True, help="where to write the averaged checkpoint")
     args = parser.parse_args(argv)
+    if not os.path.isdir(args.dir):
+        what = "is not a directory" if os.path.exists(args.dir) else "does not exist"
+        parser.error(f"--dir {args.dir} {what}: give the directory that holds the checkpoints "
+                     "(the --save-dir of fairseq-train)")
+    if os.path.isdir(args.output):
+        parser.error(f"--output {args.output} is a directory: give the file to write, e.g. "
+                     f"{os.path.join(args.output, f'checkpoint.avg{args.last}.pt')}")
 
     paths = find_last(args.dir, args.last)
     if len(paths) < args.last:
@@ -75,9 +95,17 @@ def main(argv=None) -> int:
             total[key] = value / len(paths)
     state["model"] = total
     state["last_optimizer_state"] = None  # not meaningful for an average
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)) or ".", exist_ok=True)
-    torch.save(state, args.output + ".tmp")
-    os.replace(args.output + ".tmp", args.output)
+    tmp = args.output + ".tmp"
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)) or ".", exist_ok=True)
+        torch.save(state, tmp)
+        os.replace(tmp, args.output)
+    except (OSError, RuntimeError) as e:  # torch's zip writer fails with RuntimeError
+        print(f"ERROR: cannot write the averaged checkpoint {args.output}: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if os.path.isfile(tmp):  # a failed save leaves no half-written file behind
+            os.remove(tmp)
     print(f"averaged {len(paths)} checkpoints ({', '.join(map(os.path.basename, paths))}) -> {args.output}")
     return 0
 

@@ -30,7 +30,8 @@ references in DATA_DIR/raw/SUBSET.TGT); CHECKPOINT_DIR the --save-dir of fairseq
      sacreBLEU signature.
 
 Options:
-  --avg-last N         average the last N checkpoints first (N > 1; default: no averaging)
+  --avg-last N         average the last N checkpoints first (a whole number N >= 2;
+                       default: no averaging)
   --subset NAME        the split to translate and score: test or valid (default test)
   --beam N             beam size of fairseq-generate (default 4)
   --lenpen X           length penalty of fairseq-generate (default 0.6)
@@ -57,7 +58,7 @@ EOF
 [[ $# -ge 1 && ( "$1" == -h || "$1" == --help ) ]] && { usage; exit 0; }
 [[ $# -ge 2 ]] || { usage >&2; die "DATA_DIR and CHECKPOINT_DIR are required"; }
 DATA="$1" CKPT_DIR="$2"; shift 2
-AVG=0 SUBSET=test BEAM=4 LENPEN=0.6 USER_DIR="$REPO_ROOT/autoassist_fairseq" CKPT_NAME=
+AVG= SUBSET=test BEAM=4 LENPEN=0.6 USER_DIR="$REPO_ROOT/autoassist_fairseq" CKPT_NAME=
 MAX_TOKENS=8000 SRC= TGT= TOKENIZE=() EXTRA=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -82,6 +83,20 @@ while [[ $# -gt 0 ]]; do
         *) usage >&2; die "unknown argument: $1" ;;
     esac
 done
+# the values, before anything runs (a bad one must not cost a whole fairseq-generate)
+if [[ -n "$AVG" ]]; then
+    [[ "$AVG" =~ ^[0-9]+$ ]] && (( 10#$AVG >= 2 )) \
+        || die "--avg-last needs a whole number of at least 2 (got '$AVG'): how many of the last checkpoints to average; leave it out to score one checkpoint (--checkpoint)"
+    AVG=$((10#$AVG))
+fi
+case "$SUBSET" in
+    test|valid) ;;
+    *) die "--subset must be test or valid (got '$SUBSET'): only for these does DATA_DIR/raw/SUBSET.TGT hold the references line for line (prepare-corpus.sh filters the training pairs after writing DATA_DIR/raw/train.*, so train hypotheses would be scored against the wrong references)" ;;
+esac
+if [[ ${#TOKENIZE[@]} -gt 0 ]]; then
+    problem="$("$PYTHON" "$REPO_ROOT/scripts/sacrebleu_score.py" --check-tokenize "${TOKENIZE[1]}" 2>&1)" \
+        || die "--tokenize ${TOKENIZE[1]}: ${problem#ERROR: }"
+fi
 [[ -d "$DATA" ]] || die "data directory not found: $DATA"
 [[ -d "$CKPT_DIR" ]] || die "checkpoint directory not found: $CKPT_DIR"
 
@@ -95,7 +110,7 @@ REF="$DATA/raw/$SUBSET.$TGT"
 require_file "$REF" "raw reference written by prepare-corpus.sh"
 
 START=$SECONDS
-if [[ "$AVG" -gt 1 ]]; then
+if [[ -n "$AVG" ]]; then
     CKPT="$CKPT_DIR/checkpoint.avg$AVG.pt"
     log "averaging the last $AVG checkpoints of $CKPT_DIR -> $CKPT"
     "$PYTHON" "$REPO_ROOT/scripts/average_checkpoints.py" --dir "$CKPT_DIR" --last "$AVG" --output "$CKPT"

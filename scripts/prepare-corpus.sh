@@ -53,8 +53,9 @@ Options:
   --valid PREFIX    validation text, kept as it is (required)
   --test PREFIX     test text, kept as it is (required)
   --out DIR         output data directory (required)
-  --bpe-size N      sentencepiece vocabulary size (default 8000; a soft limit)
-  --workers N       fairseq-preprocess workers (default 2)
+  --bpe-size N      sentencepiece vocabulary size (default 8000; a soft limit); at
+                    least the number of characters of the training text + 1
+  --workers N       fairseq-preprocess workers (default 2; at least 1)
   --min-len N       drop training pairs with a side of fewer than N pieces (default 1)
   --max-len N       drop training pairs with a side of more than N pieces; 0: no limit
                     (default 250)
@@ -115,6 +116,10 @@ for opt in BPE_SIZE WORKERS MIN_LEN MAX_LEN MAX_CHARS; do
     [[ "${!opt}" =~ ^[0-9]+$ ]] \
         || die "--$(echo "$opt" | tr 'A-Z_' 'a-z-') needs a whole number (got '${!opt}')"
 done
+(( 10#$WORKERS >= 1 )) || die "--workers needs a whole number of at least 1 (got '$WORKERS'): the fairseq-preprocess worker processes"
+# sentencepiece needs a piece for <unk>, one for the word-start mark and one for each
+# character of the text: fewer than 3 can never train
+(( 10#$BPE_SIZE >= 3 )) || die "--bpe-size needs a whole number of at least 3 (got '$BPE_SIZE'): the sentencepiece vocabulary holds <unk>, the word-start mark and every character of the text (usual sizes: 8000 to 32000)"
 if ! [[ "$RATIO" =~ ^[0-9]+([.][0-9]+)?$ ]] || ! awk -v r="$RATIO" 'BEGIN { exit !(r >= 1) }'; then
     die "--ratio needs a number of at least 1 (got '$RATIO'); --no-ratio-filter turns the rule off"
 fi
@@ -188,7 +193,8 @@ else
     step_reset "$STAMPS" spm-train
     mkdir -p "$SPM"
     "$PYTHON" "$REPO_ROOT/scripts/spm_train_encode.py" train --model-prefix "$SPM/spm" \
-        --vocab-size "$BPE_SIZE" "$RAW/train.$SRC" "$RAW/train.$TGT"
+        --vocab-size "$BPE_SIZE" "$RAW/train.$SRC" "$RAW/train.$TGT" \
+        || die "step bpe-train failed (see the message above); 'Vocabulary size is smaller than required_chars. N vs M' means that the training text needs M pieces (<unk>, the word-start mark and its characters) and --bpe-size $BPE_SIZE is fewer: raise --bpe-size to at least M"
     step_done "$STAMPS" spm-train "$sig"
 fi
 

@@ -128,3 +128,74 @@ def test_the_launcher_exits_as_a_shell_does_for_a_worker_ended_by_a_signal():
                            sys.executable, "-c", worker], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 128 + signal.SIGKILL, proc.stdout + proc.stderr
+
+
+def test_the_launcher_names_a_command_that_is_not_on_path():
+    """A misspelt command, or fairseq-train without the environment activated: a clear
+    error with the fix and exit 2, not Popen's FileNotFoundError traceback."""
+    proc = subprocess.run([sys.executable, REPO / "scripts" / "launch_cpu_workers.py", "2", "--",
+                           "fairseq-trian", "data-bin"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "command not found: fairseq-trian (not on PATH)" in proc.stderr
+    assert "activate the environment" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_launcher_stops_the_started_workers_when_a_later_one_cannot_start(monkeypatch,
+                                                                               capsys):
+    """Rank 1 failing to start (here: out of processes) leaves no rank 0 running."""
+    import errno
+
+    from scripts_helpers import load_script
+
+    launcher = load_script("launch_cpu_workers")
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(cmd, **kwargs):
+        if started:
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        started.append(real_popen(cmd, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(launcher.subprocess, "Popen", popen)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = launcher.main(["2", "--", sys.executable, "-c", "import time; time.sleep(60)"])
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    assert code == 2
+    assert len(started) == 1 and started[0].poll() is not None  # stopped and reaped
+    err = capsys.readouterr().err
+    assert "cannot start rank 1" in err and "stopping the 1 started before it" in err
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_workers_end_when_the_launcher_is_killed_outright(tmp_path):
+    """The workers run in sessions of their own: a launcher killed by SIGKILL (no handler
+    runs) must still take them with it, or they train on, unseen, into the save folder."""
+    pids = tmp_path / "pids"
+    worker = f"echo $$ >> {pids}; exec sleep 60"  # the launcher's flags follow as $0, $1, ...
+    launcher = subprocess.Popen([sys.executable, REPO / "scripts" / "launch_cpu_workers.py",
+                                 "2", "--", "bash", "-c", worker],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(started) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
+        assert len(started) == 2
+        launcher.kill()
+        launcher.wait()
+        deadline = time.monotonic() + 10
+        while any(map(running, started)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(map(running, started)), "workers outlived their killed launcher"
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        for pid in started:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)

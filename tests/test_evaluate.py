@@ -117,3 +117,129 @@ def test_bleu_scores_the_best_detokenised_hypothesis(tmp_path, capsys):
                        "--hyp-out", str(tmp_path / "hyp.txt")]) == 0
     assert (tmp_path / "hyp.txt").read_text() == ref.read_text()
     assert "BLEU = 100.00" in capsys.readouterr().out
+
+
+def _stub_generate_env(tmp_path):
+    """script_env() with a fairseq-generate first on PATH that only records its start."""
+    import os
+
+    from scripts_helpers import script_env
+
+    stub_bin = tmp_path / "stub-bin"
+    stub_bin.mkdir()
+    stub = stub_bin / "fairseq-generate"
+    stub.write_text(f"#!/bin/sh\ntouch {tmp_path / 'generate-started'}\n")
+    stub.chmod(0o755)
+    env = script_env()
+    env["PATH"] = f"{stub_bin}{os.pathsep}{env['PATH']}"
+    return env
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--tokenize", "13A"], "--tokenize 13A: unknown sacreBLEU tokenizer '13A' (did you mean "
+                            "'13a'?); valid names: none, zh, 13a,"),
+    (["--avg-last", "1.5"], "--avg-last needs a whole number of at least 2 (got '1.5')"),
+    (["--avg-last", "abc"], "--avg-last needs a whole number of at least 2 (got 'abc')"),
+    (["--avg-last", "1"], "--avg-last needs a whole number of at least 2 (got '1')"),
+    (["--subset", "train"], "--subset must be test or valid (got 'train')"),
+], ids=["tokenize-13A", "avg-last-1.5", "avg-last-abc", "avg-last-1", "subset-train"])
+def test_evaluate_refuses_bad_values_before_translating(flags, message, tmp_path):
+    """A bad --tokenize, --avg-last or --subset stops evaluate.sh with the reason before
+    fairseq-generate starts (here a stub that records its start), not after it with a
+    traceback, nor with a bash error and a silent fallback to checkpoint_best.pt."""
+    data, ckpt = tmp_path / "data", tmp_path / "ckpt"
+    (data / "raw").mkdir(parents=True)
+    ckpt.mkdir()
+    for split in ("train", "valid", "test"):
+        (data / f"{split}.src-tgt.src.idx").touch()
+        (data / "raw" / f"{split}.tgt").write_text("a\n")
+    (ckpt / "checkpoint_best.pt").touch()
+    proc = run(["bash", SCRIPTS / "evaluate.sh", data, ckpt, *flags], check=False, timeout=60,
+               env=_stub_generate_env(tmp_path))
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+    assert not (tmp_path / "generate-started").exists()
+    assert not re.search(r"Traceback|unbound variable|syntax error|integer expression",
+                         proc.stderr), proc.stderr
+
+
+def test_sacrebleu_score_checks_the_tokenizer_name(tmp_path, capsys):
+    """--check-tokenize answers at once; scoring with an unknown --tokenize names the
+    valid tokenizers instead of a KeyError."""
+    from scripts_helpers import load_script
+
+    score = load_script("sacrebleu_score")
+    assert score.main(["--check-tokenize", "char"]) == 0
+    assert score.main(["--check-tokenize", "13A"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown sacreBLEU tokenizer '13A' (did you mean '13a'?)" in err and "intl" in err
+    (tmp_path / "gen.txt").write_text("D-0\t-0.1\ta cat\n")
+    (tmp_path / "ref.txt").write_text("a cat\n")
+    assert score.main(["--generate-output", str(tmp_path / "gen.txt"), "--ref",
+                       str(tmp_path / "ref.txt"), "--hyp-out", str(tmp_path / "hyp.txt"),
+                       "--tokenize", "bogus"]) == 2
+    assert "--tokenize: unknown sacreBLEU tokenizer 'bogus'; valid names:" in \
+        capsys.readouterr().err
+
+
+def _tiny_checkpoints(directory, epochs=3):
+    import torch
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for epoch in range(1, epochs + 1):
+        torch.save({"model": {"w": torch.full((2,), float(epoch))}, "cfg": None},
+                   directory / f"checkpoint{epoch}.pt")
+    return directory
+
+
+@pytest.mark.parametrize("last", ["0", "-2", "two"])
+def test_average_checkpoints_refuses_a_count_below_one(last, tmp_path, capsys):
+    """--last 0 would average every checkpoint and --last -2 all but the two oldest."""
+    from scripts_helpers import load_script
+
+    average = load_script("average_checkpoints")
+    ckpt = _tiny_checkpoints(tmp_path / "ckpt")
+    with pytest.raises(SystemExit) as e:
+        average.main(["--dir", str(ckpt), "--last", last, "--output", str(tmp_path / "avg.pt")])
+    assert e.value.code == 2
+    assert f"--last: needs a whole number of at least 1 (got '{last}')" in capsys.readouterr().err
+    assert not (tmp_path / "avg.pt").exists()
+
+
+def test_average_checkpoints_errors_name_a_wrong_dir_or_output(tmp_path, capsys, monkeypatch):
+    """--dir naming a file, --output naming a directory, a failed write: a clear error each,
+    and no OUTPUT.tmp left behind; the average itself is unchanged."""
+    import torch
+
+    from scripts_helpers import load_script
+
+    average = load_script("average_checkpoints")
+    ckpt = _tiny_checkpoints(tmp_path / "ckpt")
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    for argv, message in (
+            (["--dir", str(ckpt / "checkpoint1.pt"), "--output", str(tmp_path / "avg.pt")],
+             "checkpoint1.pt is not a directory: give the directory that holds the checkpoints"),
+            (["--dir", str(ckpt), "--output", str(out_dir)],
+             f"--output {out_dir} is a directory: give the file to write, e.g. "
+             f"{out_dir / 'checkpoint.avg2.pt'}")):
+        with pytest.raises(SystemExit) as e:
+            average.main(argv + ["--last", "2"])
+        assert e.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "out.tmp").exists() and not (tmp_path / "avg.pt.tmp").exists()
+
+    def full_disk(obj, path):
+        with open(path, "wb") as f:
+            f.write(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(average.torch, "save", full_disk)
+    assert average.main(["--dir", str(ckpt), "--last", "2", "--output",
+                         str(tmp_path / "avg.pt")]) == 1
+    assert "cannot write the averaged checkpoint" in capsys.readouterr().err
+    assert not (tmp_path / "avg.pt.tmp").exists() and not (tmp_path / "avg.pt").exists()
+    monkeypatch.undo()
+
+    assert average.main(["--dir", str(ckpt), "--last", "2", "--output",
+                         str(tmp_path / "avg.pt")]) == 0
+    averaged = torch.load(tmp_path / "avg.pt", weights_only=False)
+    assert averaged["model"]["w"].tolist() == [2.5, 2.5]  # epochs 2 and 3

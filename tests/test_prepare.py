@@ -347,6 +347,40 @@ def test_prepare_corpus_rejects_bad_filter_values(segmented, tmp_path):
         assert not (tmp_path / "out" / "raw").exists()
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--workers", "0"], "--workers needs a whole number of at least 1 (got '0')"),
+    (["--bpe-size", "0"], "--bpe-size needs a whole number of at least 3 (got '0')"),
+    (["--bpe-size", "2"], "--bpe-size needs a whole number of at least 3 (got '2')"),
+], ids=["workers-0", "bpe-size-0", "bpe-size-2"])
+def test_prepare_corpus_rejects_counts_too_small_before_any_work(flags, message, tmp_path):
+    """--workers 0 used to pass the whole-number check and crash fairseq-preprocess with a
+    ZeroDivisionError at the end; --bpe-size 0 crashed sentencepiece with an INTERNAL error."""
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"{split}.src").write_text("a b c\nd e f\n")
+        (tmp_path / f"{split}.tgt").write_text("x y\nz w\n")
+    proc = run(["bash", SCRIPTS / "prepare-corpus.sh", "--src", "src", "--tgt", "tgt",
+                "--train", tmp_path / "train", "--valid", tmp_path / "valid", "--test",
+                tmp_path / "test", "--out", tmp_path / "out", *flags], check=False, timeout=60)
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_prepare_corpus_explains_a_bpe_size_below_the_characters(tmp_path):
+    """A --bpe-size below what the text's characters need: sentencepiece's error comes with
+    what it means and the fix."""
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"{split}.src").write_text("a b c\nd e f\n")
+        (tmp_path / f"{split}.tgt").write_text("x y\nz w\n")
+    proc = run(["bash", SCRIPTS / "prepare-corpus.sh", "--src", "src", "--tgt", "tgt",
+                "--train", tmp_path / "train", "--valid", tmp_path / "valid", "--test",
+                tmp_path / "test", "--out", tmp_path / "out", "--bpe-size", "5"],
+               check=False, timeout=60)
+    assert proc.returncode != 0
+    assert "Vocabulary size is smaller than required_chars" in proc.stderr
+    assert "step bpe-train failed" in proc.stderr and "raise --bpe-size to at least M" \
+        in proc.stderr, proc.stderr
+
+
 def test_clean_corpus_rules(tmp_path):
     """Each rule on a small corpus: counts, the median ratio, line ids through two steps."""
     src = ["a b c d", "", "a b", "a " * 300, "a b c d e f g h i j k l", "a b c", "x" * 50]
