@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from autoassist_fairseq.assistant import Assistant, AssistantHParams
-from autoassist_fairseq.assistant.schedule import update_threshold
+from autoassist_fairseq.assistant.schedule import AssistantSchedule, update_threshold
 from autoassist_fairseq.features.store import FeatureStore
 from autoassist_fairseq.features.tfidf import count_matrix, tfidf_features
 
@@ -71,6 +71,35 @@ def test_update_threshold_refuses_nonfinite():
     for bad in (np.array([1.0, np.inf]), np.array([np.nan]), np.zeros(0)):
         with pytest.raises(ValueError, match="finite"):
             update_threshold(2.0, bad, 0.5)
+
+
+def test_chance_guesses_the_majority_so_far_without_peeking_at_the_batch():
+    """The chance baseline guesses the label that was the majority of the batches before
+    (the first batch, with none before, its own): when the majority flips, the guess is
+    wrong on the new batch, as a constant predictor's would be."""
+    sched = AssistantSchedule(threshold_decay=0.9, accuracy_decay=0.5, lambda_max=0.9,
+                              warmup=0)
+    probs = np.full(10, 0.9)  # the predictions: all "hard"
+
+    def batch(hard):
+        return np.array([1.0] * hard + [0.0] * (10 - hard))
+
+    # (hard labels of 10, the guess's chance accuracy on the batch, running positive rate):
+    # batch 1 guesses its own majority (hard); batch 2 the majority so far (hard: a peek at
+    # its own, easy, would be right on 8); batch 3 still hard (0.55 so far); batch 4 easy
+    # (0.375 so far) where this batch is mostly hard
+    steps = [(9, 0.9, 0.9), (2, 0.2, 0.55), (2, 0.2, 0.375), (8, 0.2, 0.5875)]
+    chance = accuracy = None
+    for hard, right, rate in steps:
+        got = sched.observe(probs, batch(hard))
+        assert got == pytest.approx(hard / 10)
+        chance = right if chance is None else 0.5 * chance + 0.5 * right
+        accuracy = got if accuracy is None else 0.5 * accuracy + 0.5 * got
+        assert sched.chance == pytest.approx(chance), (hard, sched.chance)
+        assert sched.positive_rate == pytest.approx(rate)
+    assert chance == pytest.approx(0.2875) and accuracy == pytest.approx(0.5875)
+    # lambda follows the accuracy over that baseline
+    assert sched.lam == pytest.approx((accuracy - chance) / (1 - chance))
 
 
 def test_learn_rejects_mismatched_lengths(store):

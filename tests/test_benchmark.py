@@ -66,12 +66,42 @@ def test_target_not_reached():
     assert metrics.mean([0.5, None]) is None and metrics.mean([0.5, 0.7]) == 0.6
 
 
+def _fairseq_batch_order(num_batches, seed, epoch):
+    """The order fairseq's own EpochBatchIterator trains *num_batches* fixed batches in,
+    epoch *epoch* (shuffled with seed + epoch): each batch here is its own number."""
+    from fairseq.data import FairseqDataset, iterators
+
+    class Numbers(FairseqDataset):
+        def __getitem__(self, i):
+            return i
+
+        def __len__(self):
+            return num_batches
+
+    itr = iterators.EpochBatchIterator(
+        Numbers(), collate_fn=lambda items: items[0],
+        batch_sampler=[[i] for i in range(num_batches)], seed=seed, epoch=epoch)
+    return list(itr.next_epoch_itr(shuffle=True))
+
+
+@pytest.mark.filterwarnings("ignore:'pin_memory' argument")
 def test_baseline_tokens_count_full_epochs_and_shuffled_partial_epochs():
     counts = np.array([[10, 12], [20, 25], [30, 31]])
     assert budgets.baseline_tokens_at(counts, [1], 1, 3, 6) == (120, 136)
     partial = budgets.baseline_tokens_at(counts, [1], 1, 2, 4)  # epoch 2, 1 of 3 batches
-    assert partial[0] - 60 in (10, 20, 30)
+    first = _fairseq_batch_order(3, 1, 2)[0]
+    assert partial == tuple(int(x) for x in counts.sum(axis=0) + counts[first])
     assert budgets.baseline_tokens_at(counts, [2], 1, 2, 4) == (120, 136)  # 2 updates/epoch
+    # 8 batches of distinct powers of two: a partial epoch's sum names the batches it took,
+    # which are the first ones of fairseq's order for that epoch (seed + epoch), in order
+    counts = np.stack([2 ** np.arange(8), 3 * 2 ** np.arange(8)], axis=1)
+    for seed, epoch, taken in [(1, 2, 3), (1, 3, 3), (5, 2, 5)]:
+        order = _fairseq_batch_order(8, seed, epoch)
+        assert order != list(range(8))
+        expected = counts.sum(axis=0) * (epoch - 1) + counts[order[:taken]].sum(axis=0)
+        updates = 8 * (epoch - 1) + taken
+        assert budgets.baseline_tokens_at(counts, [1], seed, epoch, updates) == tuple(
+            int(x) for x in expected), (seed, epoch, order)
 
 
 def test_log_parsing_continues_wall_after_a_resume():

@@ -173,6 +173,32 @@ def test_digits_check_flags_other_numbers_not_other_formats():
     wider = PairCheckSettings(digits_share=0.3, digits_one_side=5)
     np.testing.assert_array_equal(check_scores(checks, wider)[0]["digits"][1],
                                   [False, True, False, False, False, True, False])
+    # the union's margin is above 0 exactly where the digits check flags: also for the
+    # number spelt out on one side (all of its 1 digit different, not flagged)
+    for settings in (None, wider):
+        per_check, margin = check_scores(checks, settings)
+        np.testing.assert_array_equal(margin > 0, per_check["digits"][1])
+
+
+def test_union_margin_is_above_0_exactly_where_the_digits_check_flags():
+    """Rows of digit columns (different, source digits, target digits), both-sided and
+    one-sided, at and around every bar: the union's margin is > 0 exactly where the digits
+    check flags, whatever the share of different digits (1 on a one-sided pair)."""
+    digits = COLUMNS.index("digits_different")
+    assert COLUMNS[digits + 1:digits + 3] == ("source_digits", "target_digits")
+    rows = [(d, a, b) for a in range(7) for b in range(7) for d in range(a + b + 1)]
+    assert (3, 3, 0) in rows and (1, 0, 1) in rows  # one-sided, below the one-sided bar
+    checks = np.full((len(rows), len(COLUMNS)), np.nan, np.float32)
+    checks[:, digits:digits + 3] = rows
+    for settings in (PairCheckSettings(), PairCheckSettings(digits_share=0.3, digits_one_side=5),
+                     PairCheckSettings(digits_min_different=1, digits_share=0.8,
+                                       digits_one_side=2)):
+        per_check, margin = check_scores(checks, settings)
+        flags = per_check["digits"][1]
+        assert flags.any() and not flags.all()
+        assert not flags[rows.index((3, 3, 0))] or settings.digits_one_side <= 3
+        np.testing.assert_array_equal(margin > 0, flags)
+        np.testing.assert_array_equal(margin > 0, flagged(checks, settings))
 
 
 def _lexical_flags(scores, settings=None):
