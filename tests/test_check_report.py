@@ -164,3 +164,40 @@ def test_union_score_ranks_flagged_pairs_first_then_adds_the_checks_evidence():
     # one check that ran on no pair adds nothing
     per_check["c"] = (np.full(6, np.nan), np.zeros(6, dtype=bool))
     assert np.allclose(union_score(per_check, margin), score)
+
+
+def test_labels_outside_the_known_set_are_refused(corpus, tmp_path, caplog):
+    """A label the report does not know (a typo, lower case) would count in no group: every
+    figure NaN and exit 0. Refused, with the unknown labels and the known ones."""
+    path, labelled = corpus
+    with gzip.open(labelled, "rt", encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    lines[1] = lines[1].replace("\tV\t", "\tX\t")
+    lines[2] = lines[2].replace("\tV\t", "\tv\t")
+    odd = tmp_path / "odd.tsv"
+    odd.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "r.json"
+    assert check_report.cli_main([str(odd), "--clean", str(path / "clean"), "--src", "en",
+                                  "--tgt", "de", "--out", str(out), "--share", "0.25",
+                                  "--bpe-size", "300", "--workdir", str(tmp_path),
+                                  "--bootstrap", "0"]) == 1
+    assert "2 pairs with labels outside the known set: 'X', 'v'" in caplog.text
+    assert "the labels are V, F, A, L, T, MT, E" in caplog.text and not out.exists()
+
+
+@pytest.mark.parametrize("flags, code, message", [
+    (["--bpe-size", "0"], 2, "--bpe-size must be at least 1"),
+    (["--unrelated-p-value", "-1"], 2, "--unrelated-p-value -1.0 is out of range"),
+    (["--pair-checks", "language,typo"], 2, "unknown pair check typo"),
+    # sentencepiece cannot fit the mix's characters into 5 pieces
+    (["--bpe-size", "5"], 1, "give a larger --bpe-size"),
+])
+def test_bad_preparation_and_check_settings_are_refused(corpus, tmp_path, caplog, flags, code,
+                                                        message):
+    path, labelled = corpus
+    out = tmp_path / "r.json"
+    assert check_report.cli_main([str(labelled), "--clean", str(path / "clean"), "--src", "en",
+                                  "--tgt", "de", "--out", str(out), "--share", "0.25",
+                                  "--workdir", str(tmp_path), "--bootstrap", "0",
+                                  *flags]) == code
+    assert message in caplog.text and not out.exists()

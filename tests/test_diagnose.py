@@ -23,7 +23,8 @@ def diag_run(train_data, paper_run):
 
 def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(diag_run, tmp_path):
     data, checkpoint = diag_run
-    out, losses = tmp_path / "diagnosis.json", tmp_path / "losses.npz"
+    # --losses-out in a folder not made yet: made, as --out's
+    out, losses = tmp_path / "diagnosis.json", tmp_path / "new" / "losses.npz"
     run([BIN / "autoassist-diagnose", "--data", data,
          "--checkpoint", checkpoint, "--out", out, "--losses-out", losses])
     d = json.loads(out.read_text())
@@ -233,6 +234,52 @@ def test_bad_arguments_are_clear_errors(tmp_path):
     assert bad.returncode == 2 and "--reference-share 1.5: must be in (0, 1)" in bad.stderr
     helped = run([BIN / "autoassist-diagnose", "--help"])
     assert "pays" in helped.stdout and "oracle-only" in helped.stdout
+
+
+@pytest.mark.parametrize("case, message", [
+    ("data-is-a-file", "--data {file} is a file"),
+    ("checkpoint-is-a-folder", "--checkpoint {tmp} is a directory"),
+    ("text-checkpoint", "--checkpoint {text} is not a checkpoint (not a file that torch"),
+    ("second-checkpoint-not-fairseq",
+     "--checkpoint {other} is not a fairseq checkpoint (it holds a dict with the keys weights"),
+    ("out-is-a-folder", "--out {data} is a directory"),
+    ("losses-out-under-a-file", "--losses-out {file}/losses.npz is under the file {file}"),
+    ("not-loadable", "--checkpoint {fake} could not be loaded as a fairseq checkpoint"),
+])
+def test_bad_paths_are_refused_before_any_scoring(tmp_path, case, message):
+    """Each path is checked before the first checkpoint is scored: a data directory that is
+    a file, a checkpoint that is a folder or not a fairseq checkpoint (of any checkpoint
+    given), an --out or --losses-out that cannot be written."""
+    import torch
+
+    data, file = tmp_path / "data", tmp_path / "file"
+    data.mkdir()
+    file.write_text("x\n")
+    fake = tmp_path / "fake.pt"  # passes the file checks; fairseq cannot load it
+    torch.save({"model": {}, "cfg": {}}, fake)
+    text, other = tmp_path / "text.pt", tmp_path / "other.pt"
+    text.write_text("not a checkpoint\n")
+    torch.save({"weights": 1}, other)
+    argv = {
+        "data-is-a-file": ["--data", file, "--checkpoint", fake],
+        "checkpoint-is-a-folder": ["--data", data, "--checkpoint", tmp_path],
+        "text-checkpoint": ["--data", data, "--checkpoint", text],
+        "second-checkpoint-not-fairseq": ["--data", data, "--checkpoint", fake, other],
+        "out-is-a-folder": ["--data", data, "--checkpoint", fake, "--out", data],
+        "losses-out-under-a-file": ["--data", data, "--checkpoint", fake,
+                                    "--losses-out", file / "losses.npz"],
+        "not-loadable": ["--data", data, "--checkpoint", fake, "--out",
+                         tmp_path / "new" / "d.json"],
+    }[case]
+    message = message.format(file=file, tmp=tmp_path, text=text, other=other, data=data,
+                             fake=fake)
+    with pytest.raises(SystemExit) as exit:
+        diagnose.cli_main([str(a) for a in argv])
+    error = str(exit.value.code)
+    assert error.startswith("autoassist-diagnose: error: ") and message in error, error
+    if "checkpoint" in case:  # and the fix
+        assert "SAVE_DIR/checkpoint_last.pt" in error, error
+    assert not (tmp_path / "new").exists()
 
 
 def test_checkpoint_position_counts_data_passes_not_fairseq_epochs():

@@ -129,3 +129,65 @@ def test_filtered_features_are_built_at_the_settings_of_data(tiny_data, tmp_path
     assert cli_main([str(data), "--out", str(out)]) == 0
     built = FeatureStore.open(str(out / "train.src-tgt.autoassist")).pair_check_settings()
     assert built == chosen
+
+
+def test_ranked_drop_refuses_a_share_that_ends_inside_a_wide_tie():
+    """Where more unflagged pairs tie at the boundary's score than the share still takes,
+    the pairs taken from the tie would be picked by their place in the corpus: refused when
+    they are more than 1% of the pairs dropped beyond the flagged ones (and more than one),
+    with the largest share the scores rank."""
+    from autoassist_fairseq.features.filter import ranked_drop
+
+    flags = np.zeros(1000, dtype=bool)
+    flags[:50] = True
+    score = np.zeros(1000)
+    score[:50] = 10.0
+    score[50:150] = np.linspace(5, 1, 100)  # 100 ranked pairs, then 850 tied at 0
+    # the boundary among the ranked pairs: exact, in the order of the scores
+    dropped = ranked_drop(flags, score, 0.1)
+    assert dropped.sum() == 100 and dropped[:100].all()
+    with pytest.raises(ValueError, match=r"--drop-share 0.2 cannot be ranked: 850 of the 1000 "
+                                         r"training pairs \(85%\) tie.*50 of them would be "
+                                         r"dropped by their place.*--drop-share 0.15 or less"):
+        ranked_drop(flags, score, 0.2, fix="; FIX")
+    # one pair of a two-way tie (duplicates score alike) is let pass
+    score[149] = score[148]
+    assert ranked_drop(flags, score, 0.149).sum() == 149
+    # all tied, nothing flagged: no share ranks
+    with pytest.raises(ValueError, match="rank no pair beyond the 0 flagged ones.*FIX"):
+        ranked_drop(np.zeros(600, dtype=bool), np.zeros(600), 0.2, fix="; FIX")
+    assert not ranked_drop(np.zeros(600, dtype=bool), np.zeros(600), 0.0).any()
+
+
+@pytest.mark.parametrize("checks, message", [
+    (("digits",), "--drop-share 0.2 cannot be ranked"),  # no pair has digits: all tie
+    ((), "built with --pair-checks none"),
+])
+def test_drop_share_without_ranking_checks_is_refused(tiny_data, tmp_path, capsys, checks,
+                                                      message):
+    """A feature file whose checks give every pair the same score cannot say which pairs
+    are the most noise-like: --drop-share would drop the first rows of the corpus. A file
+    without checks is refused even without --drop-share (there is nothing to filter by)."""
+    from autoassist_fairseq.features.build import build_features
+    from autoassist_fairseq.features.pair_checks import PairCheckSettings
+
+    data = shutil.copytree(tiny_data, tmp_path / "data")
+    build_features(str(data), "src", "tgt", settings=PairCheckSettings(checks=checks))
+    out = tmp_path / "filtered"
+    assert cli_main([str(data), "--out", str(out), "--drop-share", "0.2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("autoassist-filter: error: ") and message in err, err
+    assert "--pair-checks" in err and f"autoassist-features {data}" in err, err
+    assert not out.exists()
+    assert (cli_main([str(data), "--out", str(out)]) == 1) == (not checks)
+
+
+@pytest.mark.parametrize("under", [False, True])
+def test_out_that_is_a_file_is_refused(tiny_data, tmp_path, capsys, under):
+    data, _ = _with_flags(tiny_data, tmp_path, [1])
+    (tmp_path / "taken").write_text("a file\n")
+    out = tmp_path / "taken" / "filtered" if under else tmp_path / "taken"
+    assert cli_main([str(data), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("autoassist-filter: error: --out ") and "give a directory" in err, err
+    assert (tmp_path / "taken").read_text() == "a file\n"

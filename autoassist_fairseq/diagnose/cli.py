@@ -54,7 +54,7 @@ import os
 import sys
 
 from .figures import MAX_DENSITY, REFERENCE_SHARE, curve_row
-from .scoring import DiagnosisError, diagnose
+from .scoring import DiagnosisError, check_checkpoint, check_data, check_output, diagnose
 
 
 def losses_path(losses_out, checkpoint, several):
@@ -122,8 +122,9 @@ def parse_cli(argv=None):
     p.add_argument("--out", default=None, help="also write the figures to this JSON file")
     p.add_argument("--losses-out", default=None,
                    help="also save each pair's loss, target tokens and the loss floor (numpy "
-                        ".npz; several checkpoints: the checkpoint's name before .npz), e.g. "
-                        "to replay the Assistant offline with research/replay_assistant.py")
+                        ".npz; several checkpoints: the checkpoint's name before .npz; its "
+                        "folder is made), e.g. to replay the Assistant offline with "
+                        "research/replay_assistant.py")
     p.add_argument("--reference-share", type=float, default=REFERENCE_SHARE,
                    help="token share the oracle skips for the verdict (default: 0.35)")
     p.add_argument("--max-density", type=float, default=MAX_DENSITY,
@@ -150,6 +151,14 @@ def cli_main(argv=None):
         missing = [c for c in a.checkpoint if not os.path.exists(c)]
         if missing:  # before the slow part of the first one
             raise DiagnosisError(f"{', '.join(missing)} not found")
+        check_data(a.data)
+        for c in a.checkpoint:
+            check_checkpoint(c)
+            if a.losses_out:
+                path = losses_path(a.losses_out, c, several)
+                check_output(path if path.endswith(".npz") else path + ".npz", "--losses-out")
+        if a.out:
+            check_output(a.out, "--out")
         results = [diagnose(a.data, c, a.max_tokens, a.reference_share, a.max_density,
                             losses_path(a.losses_out, c, several), a.sample_pairs)
                    for c in a.checkpoint]

@@ -22,6 +22,66 @@ class DiagnosisError(RuntimeError):
     """A failure the user can act on; the command prints it without a traceback."""
 
 
+def check_data(data) -> None:
+    """Raise DiagnosisError unless *data* is a directory (the run's data directory)."""
+    if not os.path.exists(data):
+        raise DiagnosisError(f"{data} not found")
+    if not os.path.isdir(data):
+        raise DiagnosisError(f"--data {data} is a file: give the data directory the run "
+                             "trained on (the --destdir of fairseq-preprocess or "
+                             "scripts/prepare-corpus.sh)")
+
+
+def check_checkpoint(checkpoint) -> None:
+    """Raise DiagnosisError unless *checkpoint* is a file that torch.save wrote (a zip archive
+    or a pickle), and, for the zip archives of torch >= 1.6, a fairseq checkpoint (a dict
+    with ``model`` and ``cfg`` or ``args``); its tensors are not read."""
+    if not os.path.exists(checkpoint):
+        raise DiagnosisError(f"{checkpoint} not found")
+    hint = ("give a checkpoint file that fairseq-train saved, e.g. "
+            "SAVE_DIR/checkpoint_last.pt")
+    if os.path.isdir(checkpoint):
+        raise DiagnosisError(f"--checkpoint {checkpoint} is a directory: {hint}")
+    try:
+        with open(checkpoint, "rb") as f:
+            head = f.read(4)
+    except OSError as err:
+        raise DiagnosisError(f"cannot read --checkpoint {checkpoint}: {err.strerror}") from None
+    if head == b"PK\x03\x04":  # torch's zip format
+        import torch
+
+        try:
+            state = torch.load(checkpoint, map_location="cpu", mmap=True, weights_only=False)
+        except Exception as err:  # noqa: BLE001  (whatever unpickling raises: named below)
+            raise DiagnosisError(f"--checkpoint {checkpoint} is not a readable torch file "
+                                 f"({type(err).__name__}: {err}): {hint}") from None
+        if not (isinstance(state, dict) and "model" in state
+                and ("cfg" in state or "args" in state)):
+            what = f"a dict with the keys {', '.join(map(str, list(state)[:5]))}" \
+                if isinstance(state, dict) else f"a {type(state).__name__}"
+            raise DiagnosisError(f"--checkpoint {checkpoint} is not a fairseq checkpoint (it "
+                                 f"holds {what}, without 'model' and 'cfg'): {hint}")
+    elif head[:1] != b"\x80":  # nor the pickle of torch's legacy format
+        raise DiagnosisError(f"--checkpoint {checkpoint} is not a checkpoint (not a file that "
+                             f"torch.save writes): {hint}")
+
+
+def check_output(path, option: str) -> None:
+    """Raise DiagnosisError unless a file can be written at *path* (its folder is made where
+    missing): before the slow part, not after it."""
+    if os.path.isdir(path):
+        example = os.path.join(path, "diagnosis.json" if option == "--out" else "losses.npz")
+        raise DiagnosisError(f"{option} {path} is a directory: give a file in it, e.g. {example}")
+    existing = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise DiagnosisError(f"{option} {path} is under the file {existing}: give a path in a "
+                             "folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise DiagnosisError(f"{option} {path}: {existing} is not writable (permission denied)")
+
+
 def loss_floor(criterion, tgt_dict):
     """The floor of *criterion*'s token loss (nats): label_smoothed_cross_entropy's
     ``eps`` (its --label-smoothing) over the target vocabulary; 0 for cross_entropy."""
@@ -136,9 +196,11 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
         dict: the figures, as written by ``--out``.
     """
     start = (time.monotonic(), _machine_busy_seconds(), resource.getrusage(resource.RUSAGE_SELF))
-    for path in (data, checkpoint):
-        if not os.path.exists(path):
-            raise DiagnosisError(f"{path} not found")
+    check_data(data)
+    check_checkpoint(checkpoint)
+    if losses_out:
+        check_output(losses_out if losses_out.endswith(".npz") else losses_out + ".npz",
+                     "--losses-out")
     import torch
     from fairseq import checkpoint_utils
 
@@ -148,7 +210,13 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
 
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     overrides = {"data": os.path.abspath(data)}
-    state = checkpoint_utils.load_checkpoint_to_cpu(checkpoint, overrides)
+    try:
+        state = checkpoint_utils.load_checkpoint_to_cpu(checkpoint, overrides)
+    except Exception as err:  # noqa: BLE001  (a file check_checkpoint could not tell)
+        raise DiagnosisError(f"--checkpoint {checkpoint} could not be loaded as a fairseq "
+                             f"checkpoint ({type(err).__name__}: {err}); give a checkpoint file "
+                             "that fairseq-train saved, e.g. SAVE_DIR/checkpoint_last.pt"
+                             ) from None
     saved = (state.get("extra_state") or {}).get("train_iterator", {}).get("autoassist")
     has_assistant = bool(saved and saved.get("ranks") and saved["ranks"][0] is not None)
     if not has_assistant:
@@ -169,6 +237,7 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
     losses, ntok = boss_losses(models, task, criterion, dataset, max_tokens,
                                None if len(ids) == len(dataset) else ids)
     if losses_out:
+        os.makedirs(os.path.dirname(os.path.abspath(losses_out)), exist_ok=True)
         np.savez(losses_out, losses=losses, ntok=ntok, floor=floor, ids=ids)
     reducible = reducible_losses(losses, floor)
     boss_tokens = (dataset.src_sizes[ids] + dataset.tgt_sizes[ids]).astype(np.float64)

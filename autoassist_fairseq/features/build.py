@@ -35,10 +35,19 @@ def dataset_prefix(data_dir: str, split: str, src: str, tgt: str, lang: str) -> 
     fairseq's translation task accepts it; raises with the fix when missing."""
     from fairseq.data import indexed_dataset
 
-    for a, b in ((src, tgt), (tgt, src)):
-        prefix = os.path.join(data_dir, f"{split}.{a}-{b}.{lang}")
+    prefixes = [os.path.join(data_dir, f"{split}.{a}-{b}.{lang}")
+                for a, b in ((src, tgt), (tgt, src))]
+    for prefix in prefixes:
         if indexed_dataset.dataset_exists(prefix, impl=None):
             return prefix
+    for prefix in prefixes:
+        if os.path.isfile(prefix):  # the text itself: fairseq-preprocess --dataset-impl raw
+            raise ValueError(
+                f"{prefix} is raw text (fairseq-preprocess --dataset-impl raw): the features "
+                f"are built from binarised data (.bin/.idx: --dataset-impl mmap, fairseq-"
+                f"preprocess's default, or lazy or cached); binarise it again without "
+                f"--dataset-impl raw: fairseq-preprocess --source-lang {src} --target-lang {tgt} "
+                f"... --destdir {data_dir}")
     found = sorted(f for f in os.listdir(data_dir) if f.startswith(split + ".")) \
         if os.path.isdir(data_dir) else []
     raise FileNotFoundError(
@@ -49,15 +58,35 @@ def dataset_prefix(data_dir: str, split: str, src: str, tgt: str, lang: str) -> 
     )
 
 
+def open_side(prefix: str):
+    """fairseq's indexed dataset of one binarised side, whose sentences can be read one by
+    one: the ``mmap`` format of ``fairseq-preprocess`` (its default), or ``lazy`` or
+    ``cached`` (one format on disk, of ids + 1 as TorchNet's; read as ``lazy``, since the
+    ``cached`` reader holds no sentence before a prefetch, and with the ids shifted back as
+    fairseq loads it). Any other raises ValueError with the fix."""
+    from fairseq.data import indexed_dataset
+
+    impl = indexed_dataset.infer_dataset_impl(prefix)
+    if impl == "cached":
+        impl = "lazy"
+    if impl not in ("mmap", "lazy"):
+        raise ValueError(f"{prefix}: a side in fairseq's {impl or 'unknown'} format; the "
+                         "features are built from binarised sides of fairseq-preprocess "
+                         "--dataset-impl mmap (its default), lazy or cached: binarise the data "
+                         "again with one of those")
+    return indexed_dataset.make_dataset(prefix, impl=impl, fix_lua_indexing=True)
+
+
 def read_side(prefix: str) -> Tuple[np.ndarray, np.ndarray]:
     """All token ids of one binarised side and their sentence offsets.
 
-    For fairseq's default ``mmap`` format the token stream is read in one piece
-    straight from the memory-mapped ``.bin`` file; other formats go sentence by sentence.
+    The token stream is read in one piece from the ``.bin`` file (memory-mapped for
+    fairseq's default ``mmap`` format) where its sentences lie in order; otherwise sentence
+    by sentence.
     """
     from fairseq.data import indexed_dataset
 
-    dataset = indexed_dataset.make_dataset(prefix, impl=indexed_dataset.infer_dataset_impl(prefix))
+    dataset = open_side(prefix)
     sizes = np.asarray(dataset.sizes, dtype=np.int64)
     offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
@@ -68,6 +97,13 @@ def read_side(prefix: str) -> Tuple[np.ndarray, np.ndarray]:
             tokens = np.frombuffer(dataset._bin_buffer, dtype=index.dtype, count=int(offsets[-1]))
             # copy: the buffer is unmapped when *dataset* is garbage-collected
             return tokens.astype(np.int64), offsets
+    elif len(sizes) == len(dataset) and \
+            np.array_equal(np.asarray(dataset.data_offsets, dtype=np.int64), offsets):
+        # lazy / cached: one flat stream of the index's dtype, sentence after sentence
+        tokens = np.fromfile(indexed_dataset.data_file_path(prefix), dtype=dataset.dtype,
+                             count=int(offsets[-1]))
+        if len(tokens) == offsets[-1]:
+            return tokens.astype(np.int64) - int(dataset.fix_lua_indexing), offsets
     tokens = np.empty(int(offsets[-1]), dtype=np.int64)
     for i in tqdm(range(len(sizes)), desc=f"read {os.path.basename(prefix)}", unit="sent",
                   mininterval=1.0, disable=None):
@@ -200,7 +236,7 @@ def cli_main(argv=None) -> int:
                 f"--assistant-pair-checks off: " + ", ".join(
                     f"{checks[_COUNT_KEYS.get(k, k)]} {v}" for k, v in parts.items()
                     if k in ran and _COUNT_KEYS.get(k, k) in checks))
-    if not checks["languages"]:
+    if "language" in ran and not checks["languages"]:  # asked for, but could not run
         logger.info("the language check did not run: it needs one dictionary for both sides "
                     "(fairseq-preprocess --joined-dictionary)")
     return 0

@@ -59,6 +59,7 @@ logger = logging.getLogger("autoassist_fairseq.check_report")
 
 NOISE = ("A", "L", "T")  # precision / recall: these against VALID
 VALID = ("V", "F")
+LABELS = VALID + NOISE + ("MT", "E")  # the labels a labelled file may hold (case counts)
 AUC_NOISE = ("A", "L")  # the kinds the checks claim to catch
 CLEAN = "clean"  # the label of the clean corpus's own pairs
 _SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -95,11 +96,19 @@ def read_labelled(path: str, src: str, tgt: str) -> Dict[str, list]:
         rows = list(reader)
     if not rows:
         raise ValueError(f"{path} holds no pairs")
+    labels = [(r["label"] or "").strip() for r in rows]
+    unknown = sorted(set(labels) - set(LABELS))
+    if unknown:
+        count = sum(label in unknown for label in labels)
+        raise ValueError(f"{path} has {count} pairs with labels outside the known set: "
+                         f"{', '.join(repr(u) for u in unknown)}; the labels are "
+                         f"{', '.join(LABELS)} (upper case; V, F: valid translations, A, L, "
+                         "T: noise)")
     bicleaner = None
     if "bicleaner" in rows[0]:
         bicleaner = np.array([float(r["bicleaner"]) if r["bicleaner"] else np.nan for r in rows])
     return {"src": [r[src] for r in rows], "tgt": [r[tgt] for r in rows],
-            "label": [r["label"].strip() for r in rows], "bicleaner": bicleaner}
+            "label": labels, "bicleaner": bicleaner}
 
 
 def _text(prefix: str, lang: str) -> List[str]:
@@ -173,7 +182,15 @@ def prepare(src_lines, tgt_lines, src: str, tgt: str, workdir: str, bpe_size: in
           "--line-ids-out", os.path.join(workdir, "train.kept-lines")]),
     ]
     for main, argv in steps:
-        if main(argv):
+        try:
+            failed = main(argv)
+        except RuntimeError as err:  # sentencepiece's trainer: e.g. too few pieces
+            if main is not spm_script.main:
+                raise
+            raise ValueError(f"sentencepiece could not train a vocabulary of --bpe-size "
+                             f"{bpe_size} on the mix ({err}); give a larger --bpe-size "
+                             "(prepare-corpus.sh's default: 8000)") from None
+        if failed:
             raise RuntimeError(f"preparation step failed: {' '.join(argv)}")
     with open(os.path.join(workdir, "train.kept-lines")) as f:
         kept = np.array([int(x) for x in f.read().split()], dtype=np.int64)
@@ -402,6 +419,15 @@ def cli_main(argv=None) -> int:
     if args.bootstrap < 0 or args.bootstrap == 1:
         logger.error(f"--bootstrap needs 0 (no intervals) or at least 2 resamples (got "
                      f"{args.bootstrap})")
+        return 2
+    if args.bpe_size < 1:
+        logger.error(f"--bpe-size must be at least 1 sentencepiece piece (got {args.bpe_size}; "
+                     "prepare-corpus.sh's default: 8000)")
+        return 2
+    try:
+        settings_from_args(args)  # the checks' names and bars, before the slow part
+    except ValueError as err:
+        logger.error(str(err))
         return 2
     try:
         out = check_report(args)

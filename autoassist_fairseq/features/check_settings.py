@@ -8,6 +8,8 @@ and :mod:`.lexical`.
 
 import argparse
 import importlib.util
+import math
+import numbers
 from dataclasses import asdict, dataclass, fields
 from typing import Optional, Tuple
 
@@ -67,6 +69,36 @@ COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_
            "other_language_margin")
 # widths of the arrays older autoassist-features wrote: their first columns are COLUMNS'
 OLDER_WIDTHS = (3, 7, 9, 10)
+# The range of each setting, from its meaning: field -> (low, low included, high, high
+# included, what a value outside it would do); None: unbounded (but finite). A bar outside
+# its range would flag every pair, or none (to turn a check off, leave it out of
+# --pair-checks).
+RANGES = {
+    "flag_probability": (0.5, True, 1.0, False,
+                         "a side is flagged when P(in the other side's language) is above it: "
+                         "below 0.5 it flags sides more likely in their own language, at 1 none"),
+    "language_evidence": (None, True, None, True, "nats per subword"),
+    "unrelated_p_value": (0.0, False, 1.0, False,
+                          "a pair is flagged when more than this share of random pairings are "
+                          "as alike as its sides: at 0 nearly every pair is, at 1 none"),
+    "digits_min_different": (1, True, None, True,
+                             "a count of digits: at 0 pairs whose digits all match could be "
+                             "flagged"),
+    "digits_share": (0.0, True, 1.0, True,
+                     "a share of a pair's digits: above 1 no pair with digits on both sides is "
+                     "flagged"),
+    "digits_one_side": (1, True, None, True,
+                        "a count of digits: at 0 every pair without digits is flagged"),
+    "lexical_bar": (None, True, None, True, "nats per subword"),
+    "rare_script": (0.0, False, 0.5, True,
+                    "a share of a side's letters under which a script is foreign to it: at 0 "
+                    "none is, and a script of more than half of a side's letters is its own"),
+    "script_share": (0.0, False, 1.0, True,
+                     "a share of a side's letters: at 0 every pair is flagged, above 1 none"),
+    "langid_bar": (0.0, True, None, True,
+                   "nats by which another language must score above a side's own: below 0 a "
+                   "side scored best in its own language is flagged"),
+}
 
 
 @dataclass
@@ -90,6 +122,21 @@ class PairCheckSettings:
         if unknown:
             raise ValueError(f"unknown pair check {', '.join(unknown)}; the checks are "
                              f"{', '.join(CHECKS)}")
+        for name, (low, low_in, high, high_in, why) in RANGES.items():
+            value = getattr(self, name)
+            inside = (isinstance(value, numbers.Real) and math.isfinite(value)
+                      and (low is None or (value >= low if low_in else value > low))
+                      and (high is None or (value <= high if high_in else value < high)))
+            if not inside:
+                if low is not None and high is not None:
+                    bounds = (f"a value in {'[' if low_in else '('}{low:g}, {high:g}"
+                              f"{']' if high_in else ')'}")
+                elif low is not None:
+                    bounds = f"a value {'of at least' if low_in else 'above'} {low:g}"
+                else:
+                    bounds = "a finite value"
+                raise ValueError(f"{option(name)} {value} is out of range: give {bounds} "
+                                 f"(default: {getattr(type(self), name)}; {why})")
 
     def to_dict(self) -> dict:
         return dict(asdict(self), checks=list(self.checks))
@@ -98,7 +145,18 @@ class PairCheckSettings:
     def from_dict(cls, d: Optional[dict]) -> "PairCheckSettings":
         """Settings of a header (an older header without them: the defaults of its time)."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in (d or {}).items() if k in names})
+        try:
+            return cls(**{k: v for k, v in (d or {}).items() if k in names})
+        except ValueError as err:  # e.g. a bar out of range: written before ranges were checked
+            raise ValueError(f"the pair-check settings a feature file's header records: {err}; "
+                             "rebuild the features (autoassist-features) with settings in "
+                             "range") from None
+
+
+def option(name: str) -> str:
+    """The command-line option of a field of :class:`PairCheckSettings`."""
+    return "--language-probability" if name == "flag_probability" else \
+        "--" + name.replace("_", "-")
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:

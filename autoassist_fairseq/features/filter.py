@@ -21,6 +21,14 @@ standardised scores), for crawled corpora noisier than the checks' bars assume; 
 flagged pair goes even where they are more than S. Nothing in DATA changes; a dropped pair
 stays there.
 
+The scores must rank the share asked for: where more pairs tie at the score at which the
+share ends than it still takes (checks that give most pairs no evidence, such as
+``--pair-checks digits`` on a corpus mostly without digits, tie them), the pairs taken from
+the tie would be picked by their place in the corpus alone; when those are more than 1% of
+the pairs dropped beyond the flagged ones (and more than one), ``--drop-share`` is refused,
+with the largest share the scores do rank. A feature file built with ``--pair-checks none``
+is refused, with or without ``--drop-share``: there is nothing to filter by.
+
 Example::
 
     autoassist-filter data-bin/crawl --out data-bin/crawl-filtered
@@ -29,6 +37,7 @@ Example::
 
 import argparse
 import logging
+import math
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -36,12 +45,22 @@ from typing import Optional, Sequence
 import numpy as np
 
 
+# --drop-share: the share of the pairs dropped beyond the flagged ones that may be picked by
+# their place in the corpus, where the noise scores tie at the share's boundary
+TIE_TOLERANCE = 0.01
+
+
 def language_pair(data: Path):
     """(source, target) of the binarised training set of a data directory."""
     idx = sorted(p.name for p in Path(data).glob("train.*-*.*.idx"))
     if not idx:
-        raise FileNotFoundError(f"no binarised training set in {data} (train.SRC-TGT.*.idx); "
-                                "give a directory of scripts/prepare-corpus.sh or fairseq-preprocess")
+        raw = sorted(p.name for p in Path(data).glob("train.*-*.*") if p.is_file() and
+                     p.name.count(".") == 2 and p.suffix[1:] in p.name.split(".")[1].split("-"))
+        hint = (f" (it holds {', '.join(raw[:2])}: raw text of fairseq-preprocess --dataset-impl "
+                "raw; binarise it again without that flag)") if raw else ""
+        raise FileNotFoundError(f"no binarised training set in {data} (train.SRC-TGT.*.idx)"
+                                f"{hint}; give a directory of scripts/prepare-corpus.sh or "
+                                "fairseq-preprocess")
     src, tgt = idx[0].split(".")[1].split("-")
     return src, tgt
 
@@ -60,14 +79,12 @@ def kept_lines(data: Path, num_pairs: int) -> Optional[np.ndarray]:
 
 
 def open_training_sides(data: Path, src: str, tgt: str):
-    """{language: fairseq's indexed dataset of that side of the training set}."""
-    from fairseq.data import indexed_dataset
+    """{language: fairseq's indexed dataset of that side of the training set} (mmap, or lazy
+    or cached: :func:`.build.open_side`)."""
+    from .build import open_side
 
-    sides = {}
-    for lang in (src, tgt):
-        prefix = str(Path(data) / f"train.{src}-{tgt}.{lang}")
-        sides[lang] = indexed_dataset.make_dataset(
-            prefix, impl=indexed_dataset.infer_dataset_impl(prefix))
+    sides = {lang: open_side(str(Path(data) / f"train.{src}-{tgt}.{lang}"))
+             for lang in (src, tgt)}
     if len(sides[src]) != len(sides[tgt]):
         raise ValueError(f"{data}: the {src} side has {len(sides[src])} training sentences, "
                          f"the {tgt} side {len(sides[tgt])}: rerun the preparation")
@@ -131,25 +148,80 @@ def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True,
         build_features(str(out), src, tgt, settings=settings)
 
 
+def ranked_drop(flags: np.ndarray, score: np.ndarray, drop_share: float,
+                fix: str = "") -> np.ndarray:
+    """The pairs that ``--drop-share`` drops: every flagged pair, then the unflagged pairs of
+    the highest *score* up to round(*drop_share* x pairs) in all (one bool per pair).
+
+    Raises:
+        ValueError: the scores do not rank that share: more unflagged pairs tie at the score
+            where it ends than it still takes, and those it would take from the tie (by their
+            place in the corpus alone) are more than :data:`TIE_TOLERANCE` of the pairs it
+            drops beyond the flagged ones, and more than one. The message gives the largest
+            share the scores rank, and *fix*.
+    """
+    dropped = np.asarray(flags, dtype=bool).copy()
+    num_pairs, num_flagged = len(dropped), int(dropped.sum())
+    extra = int(round(drop_share * num_pairs)) - num_flagged
+    if extra <= 0:
+        return dropped
+    rest = np.flatnonzero(~dropped)
+    order = rest[np.argsort(-score[rest], kind="stable")]
+    bar = score[order[extra - 1]]
+    above = int(np.count_nonzero(score[rest] > bar))
+    tied = int(np.count_nonzero(score[rest] == bar))
+    by_place = extra - above  # taken from the tie at the boundary, in corpus order
+    if tied > by_place and by_place > max(1.0, TIE_TOLERANCE * extra):
+        ranked = math.floor((num_flagged + above) / num_pairs * 1e4) / 1e4
+        limit = (f"give --drop-share {ranked:g} or less (the {num_flagged} flagged pairs and "
+                 f"the {above} that score above the tie)" if above else
+                 f"the scores rank no pair beyond the {num_flagged} flagged ones: leave out "
+                 "--drop-share (the flagged pairs only)")
+        raise ValueError(
+            f"--drop-share {drop_share} cannot be ranked: {tied} of the {num_pairs} training "
+            f"pairs ({tied / num_pairs:.0%}) tie at the noise score where the share ends (the "
+            f"pair checks give them the same evidence), and {by_place} of them would be dropped "
+            f"by their place in the corpus alone; {limit}{fix}")
+    dropped[order[:extra]] = True
+    return dropped
+
+
+def _check_out(out: Path) -> None:
+    """Refuse an --out that cannot be the filtered corpus's directory, before any work."""
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "is a file" if existing == out else f"is under the file {existing}"
+        raise ValueError(f"--out {out} {what}: give a directory for the filtered corpus (a new "
+                         "one, or the --out of an earlier autoassist-filter)")
+
+
 def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0):
     """Write OUT without the training pairs of DATA that the pair checks flag, and with
-    *drop_share* > 0 without the next most noise-like pairs up to that share of all; return
-    (flags, dropped), one bool per binarised training pair of DATA."""
+    *drop_share* > 0 without the next most noise-like pairs up to that share of all
+    (:func:`ranked_drop`); return (flags, dropped), one bool per binarised training pair of
+    DATA."""
+    from .pair_checks import DEFAULT_CHECKS
+    from .store import build_command
+
     data, out = Path(data), Path(out)
     if data.resolve() == out.resolve():
         raise ValueError("--out must differ from DATA: the filtered corpus is written beside it")
     if not 0.0 <= drop_share < 1.0:
         raise ValueError(f"--drop-share {drop_share} is out of range: give a share of the "
                          "training pairs in [0, 1), e.g. 0.2")
+    _check_out(out)
     src, tgt = language_pair(data)
+    # a file built with --pair-checks none: FeatureStore.suspect_pairs refuses it
     flags, score, settings = flagged_pairs(data, src, tgt)
     num_pairs = len(flags)  # the file was checked to describe every binarised training pair
     kept_lines(data, num_pairs)  # checked before anything is written
-    dropped = flags.copy()
-    extra = int(round(drop_share * num_pairs)) - int(flags.sum())
-    if extra > 0:  # the flagged pairs rank above all others: the next ones by their score
-        order = np.argsort(-score, kind="stable")
-        dropped[order[:int(flags.sum()) + extra]] = True
+    more = [c for c in DEFAULT_CHECKS if c not in settings.checks]
+    fix = (f"; or rebuild the features with more checks than {', '.join(settings.checks)}, "
+           f"which score more of the pairs: {build_command(str(data), 'train', src, tgt)} "
+           f"--pair-checks {','.join(list(settings.checks) + more)}") if more else ""
+    dropped = ranked_drop(flags, score, drop_share, fix)
     keep = np.flatnonzero(~dropped)
     if not len(keep):
         raise ValueError(f"the pair checks flag every pair of {data}: nothing to train on")
