@@ -116,7 +116,10 @@ def verdict(oracle_density, assistant_density, assistant_token_share,
         return "oracle-only", (f"an oracle could skip with density {oracle_density:.2f}, but "
                                f"this Assistant skips only {assistant_token_share:.1%} of the "
                                f"Boss tokens (< {min_skip_share:.0%}): it has not taken over yet")
-    if assistant_density is None or assistant_density > assistant_max:
+    if assistant_density is None:
+        return "oracle-only", (f"an oracle could skip with density {oracle_density:.2f}; the "
+                               "Assistant's own density is unknown (no skipped token scored)")
+    if assistant_density > assistant_max:
         return "oracle-only", (f"an oracle could skip with density {oracle_density:.2f}, but the "
                                f"Assistant's skips hold {assistant_density:.2f} of their token "
                                f"share of the reducible loss (pays at <= {assistant_max:.2f}): "
