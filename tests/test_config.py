@@ -80,3 +80,25 @@ def test_annealing_needs_a_run_with_an_end():
         check_config(task_config("--assistant-anneal", "0.2", "--stop-time-hours", "1"))
     for end in (("--max-update", "100"), ("--max-epoch", "5")):
         check_config(task_config("--assistant-anneal", "0.2", *end))
+
+
+@pytest.mark.parametrize("flags, ignored", [
+    (("--assistant-random-rates", "0.5"), "--assistant-random-rates 0.5 has no effect without "
+                                          "--assistant-rule random"),
+    (("--assistant-noise-patience", "5"), "--assistant-noise-patience 5 has no effect without "
+                                          "--assistant-rule learnable or noise"),
+    (("--assistant-sync", "--assistant-boss-queue-size", "8"),
+     "--assistant-boss-queue-size 8 has no effect without an Assistant process"),
+])
+def test_a_flag_without_the_setting_it_acts_under_is_reported(flags, ignored, caplog):
+    """A rule's parameter without that rule (e.g. the random control's rates, the rule
+    forgotten) trains something else than asked: the run says so."""
+    with caplog.at_level(logging.WARNING):
+        check_config(task_config(*flags))
+    assert any(ignored in r.getMessage() for r in caplog.records), caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):  # where they act, or left at their defaults: quiet
+        check_config(task_config("--assistant-rule", "random", "--assistant-random-rates", "0.5"))
+        check_config(task_config("--assistant-rule", "noise", "--assistant-noise-patience", "5"))
+        check_config(task_config("--assistant-sync"))
+    assert "has no effect" not in caplog.text

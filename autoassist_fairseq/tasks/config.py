@@ -9,7 +9,7 @@ without a task use too.
 """
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import List, NamedTuple, Optional
 
 from fairseq.dataclass import ChoiceEnum
@@ -144,10 +144,40 @@ def check_config(cfg) -> CheckedConfig:
                          "but the run has no end: set --max-update or --max-epoch (a run "
                          "stopped by --stop-time-hours or --stop-min-lr has no known end)")
     pair_checks = _pair_checks(cfg)
+    _warn_unused(cfg, hparams.rule)
     if pair_checks == "require" and hparams.rule == "random":
         raise ValueError("--assistant-pair-checks require cannot go with --assistant-rule "
                          "random: the control must skip at random; drop one of the two")
     return CheckedConfig(hparams, pair_checks)
+
+
+# flags that act under some settings only: (flag, the settings it needs, whether the config
+# has them); a value other than the default without them is most likely a mistake
+_NEEDS = (
+    ("random_rates", "--assistant-rule random",
+     lambda cfg, rule: rule == "random"),
+    ("noise_quantile", "--assistant-rule learnable or noise",
+     lambda cfg, rule: rule in ("learnable", "noise")),
+    ("noise_min_decline", "--assistant-rule learnable or noise",
+     lambda cfg, rule: rule in ("learnable", "noise")),
+    ("noise_patience", "--assistant-rule learnable or noise",
+     lambda cfg, rule: rule in ("learnable", "noise")),
+    ("boss_queue_size", "an Assistant process (not --assistant-sync)",
+     lambda cfg, rule: not cfg.assistant_sync),
+    ("loss_queue_size", "an Assistant process (not --assistant-sync)",
+     lambda cfg, rule: not cfg.assistant_sync),
+)
+
+
+def _warn_unused(cfg, rule: str) -> None:
+    """Warn, naming what it needs, for a flag set away from its default where it has no
+    effect (``--assistant-random-rates`` without the random rule trains the default rule)."""
+    defaults = {f.name: f.default for f in fields(AutoAssistTranslationConfig)}
+    for name, needs, applies in _NEEDS:
+        key = "assistant_" + name
+        if getattr(cfg, key) != defaults[key] and not applies(cfg, rule):
+            logger.warning(f"--{key.replace('_', '-')} {getattr(cfg, key)} has no effect "
+                           f"without {needs}: it is ignored")
 
 
 def _pair_checks(cfg) -> str:
