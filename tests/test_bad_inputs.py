@@ -127,3 +127,15 @@ def test_every_data_shards_features_are_checked_before_training(data, tmp_path):
         fairseq_task(f"{data}:{shard}", "--assistant-features",
                      str(data / PREFIX)).load_dataset("train")
     _open_features(data, "--assistant-features", str(data / PREFIX))  # one shard: fine
+
+
+def test_a_feature_file_or_folder_for_the_prefix_names_the_prefix(data):
+    """--assistant-features takes the files' path prefix: given the header file or the
+    folder, the error gives the prefix to use, not a build that would write PREFIX.json.json."""
+    with pytest.raises(FileNotFoundError, match=f"a prefix is wanted.*--assistant-features "
+                                                f"{data}/{PREFIX}\\)$"):
+        FeatureStore.open(str(data / PREFIX) + ".json", rebuild_hint="REBUILD")
+    with pytest.raises(FileNotFoundError, match=f"a folder.*--assistant-features {data}/{PREFIX}"):
+        FeatureStore.open(str(data), rebuild_hint="REBUILD")
+    with pytest.raises(FileNotFoundError, match="build it with: REBUILD"):  # truly missing
+        FeatureStore.open(str(data / "other"), rebuild_hint="REBUILD")

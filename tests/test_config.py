@@ -102,3 +102,11 @@ def test_a_flag_without_the_setting_it_acts_under_is_reported(flags, ignored, ca
         check_config(task_config("--assistant-rule", "noise", "--assistant-noise-patience", "5"))
         check_config(task_config("--assistant-sync"))
     assert "has no effect" not in caplog.text
+
+
+def test_a_trace_dir_that_is_a_file_is_refused_before_training(tmp_path):
+    path = tmp_path / "trace"
+    path.write_text("")
+    with pytest.raises(ValueError, match="--assistant-trace-dir .* is a file: give a folder"):
+        check_config(task_config("--assistant-trace-dir", str(path)))
+    check_config(task_config("--assistant-trace-dir", str(tmp_path / "new")))  # made later

@@ -208,6 +208,9 @@ def test_check_language_pair_names_the_pairs_and_the_fix(data_dir, tmp_path):
 
     with pytest.raises(FileNotFoundError, match=r"dict\.de\.txt not found"):
         check_language_pair(str(data_dir), "src", "de")
+    # both sides one language: fairseq would end in "Dataset not found: valid"
+    with pytest.raises(ValueError, match="both 'src'.*the data holds: src-tgt"):
+        check_language_pair(str(data_dir), "src", "src")
 
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -10,6 +10,7 @@ used with, naming the file and the command that rebuilds it.
 """
 
 import errno
+import glob
 import json
 import logging
 import os
@@ -152,7 +153,9 @@ class FeatureStore:
         rebuild = f"; rebuild it with: {rebuild_hint}" if rebuild_hint else ""
         header_path = prefix + ".json"
         if not os.path.exists(header_path):
-            raise FileNotFoundError(f"AutoAssist feature file not found: {header_path}{fix}")
+            # a path that names a file of the set or a folder: the fix is the prefix, not a build
+            raise FileNotFoundError(f"AutoAssist feature file not found: {header_path}"
+                                    f"{_prefix_hint(prefix) or fix}")
         meta = _read_header(header_path, rebuild)
         if meta.get("version") != FORMAT_VERSION:
             raise ValueError(f"{header_path} has format version {meta.get('version')}, "
@@ -260,6 +263,21 @@ class FeatureStore:
         return sp.csr_matrix(
             (self.data[gather], self.indices[gather], indptr), shape=(len(ids), self.dim)
         )
+
+
+def _prefix_hint(prefix: str) -> str:
+    """What a wrong ``--assistant-features`` most likely meant: a file of the set, or the
+    folder it lies in, where the prefix the files share is wanted."""
+    for suffix in (".json", ".indptr.npy", ".indices.npy", ".data.npy", ".pair-checks.npy"):
+        if prefix.endswith(suffix) and os.path.exists(prefix):
+            return (f" (a prefix is wanted, the path without the file's suffix: "
+                    f"--assistant-features {prefix[:-len(suffix)]})")
+    if os.path.isdir(prefix):
+        found = sorted(glob.glob(os.path.join(glob.escape(prefix), "*.autoassist.json")))
+        return (" (a folder: give the files' path prefix, e.g. --assistant-features "
+                f"{found[0][:-len('.json')]})" if found else
+                " (a folder: give the feature files' path prefix, FOLDER/NAME, not the folder)")
+    return ""
 
 
 def _read_header(path: str, rebuild: str) -> dict:

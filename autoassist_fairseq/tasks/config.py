@@ -9,6 +9,7 @@ without a task use too.
 """
 
 import logging
+import os
 from dataclasses import dataclass, field, fields
 from typing import List, NamedTuple, Optional
 
@@ -143,6 +144,10 @@ def check_config(cfg) -> CheckedConfig:
         raise ValueError(f"--assistant-anneal={cfg.assistant_anneal} is a share of the run, "
                          "but the run has no end: set --max-update or --max-epoch (a run "
                          "stopped by --stop-time-hours or --stop-min-lr has no known end)")
+    trace = cfg.assistant_trace_dir
+    if trace and os.path.exists(trace) and not os.path.isdir(trace):
+        raise ValueError(f"--assistant-trace-dir {trace} is a file: give a folder (the trace "
+                         "is written to DIR/trained.rank<R>.tsv)")
     pair_checks = _pair_checks(cfg)
     _warn_unused(cfg, hparams.rule)
     if pair_checks == "require" and hparams.rule == "random":

@@ -44,9 +44,15 @@ def check_language_pair(data_path: str, src: Optional[str], tgt: Optional[str]) 
     Raises:
         FileNotFoundError: when *data_path* is not a directory, or when
             ``dict.{src}.txt`` or ``dict.{tgt}.txt`` is missing from it.
+        ValueError: when both name the same language.
     """
     if src is None or tgt is None:
         return
+    if src == tgt:
+        pairs = language_pairs(data_path) if os.path.isdir(data_path) else []
+        raise ValueError(f"--source-lang and --target-lang are both {src!r}: give the two "
+                         "languages of the pair (the data holds: "
+                         f"{', '.join(f'{a}-{b}' for a, b in pairs) or 'no binarised pair'})")
     if not os.path.isdir(data_path):
         raise FileNotFoundError(f"Dataset not found: data directory {data_path} does not exist")
     missing = [f"dict.{lang}.txt" for lang in (src, tgt)
