@@ -125,3 +125,15 @@ def test_criteria_without_one_loss_per_target_token_are_refused():
     doubled = torch.ones(2 * 2 * 3)  # R-Drop: the batch twice
     with pytest.raises(ValueError, match="gave 12 token losses for a batch of 2 x 3"):
         sentence_losses(doubled, {"target": torch.tensor([[5, 6, 7], [5, 6, 1]])}, padding_idx=1)
+
+
+def test_sentence_losses_with_a_dropped_target_prefix_align_from_the_end():
+    """--ignore-prefix-size N: the criterion returns the losses of target[:, N:]; a sentence's
+    mean is over its own non-padding tokens of that part (fairseq pads targets on the right)."""
+    pad = 1
+    target = torch.tensor([[7, 5, 6, 2, pad, pad],
+                           [7, 5, 6, 8, 9, 2]])
+    losses = torch.tensor([[1.0, 2.0, 3.0, 0.0, 0.0],  # the prefix (7) dropped
+                           [1.0, 1.0, 1.0, 1.0, 5.0]])
+    got = sentence_losses(losses.reshape(-1), {"target": target}, pad)
+    assert got.tolist() == pytest.approx([2.0, 1.8])  # (1+2+3)/3 and 9/5
