@@ -166,3 +166,19 @@ def test_each_data_pass_logs_its_own_acceptance_and_resumes_it(sizes, caplog):
     for _ in range(len(issued) - 30):
         restored.next_batch(source)
     assert _pass_lines(caplog) == lines
+
+
+def test_the_rate_estimate_forgets_windows_older_than_a_pass():
+    """The next epoch's batch count follows the acceptance of the last pass's worth of
+    windows, not of the whole run: early windows that took everything drop out."""
+    from autoassist_fairseq.data.batch_stream import _RateEstimate
+
+    rate = _RateEstimate(windows=3)
+    assert rate.value == 1.0  # nothing seen: every pair
+    for accepted, tokens in ((1.0, 100.0), (1.0, 100.0), (0.5, 100.0), (0.5, 300.0)):
+        rate.add(accepted, tokens)
+    # the first window is out; the other three, token-weighted: (100 + 50 + 150) / 500
+    assert len(rate.recent) == 3 and rate.value == pytest.approx(0.6)
+    rate.add(0.2, 100.0)
+    rate.add(0.2, 100.0)
+    assert rate.value == pytest.approx((150 + 20 + 20) / 500)
