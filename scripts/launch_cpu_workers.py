@@ -47,7 +47,9 @@ def _die_with_launcher():
 
 
 def _reap(procs, grace=10):
-    """Wait for the workers to end, at most *grace* seconds in all; then SIGKILL the rest."""
+    """Wait for the workers to end, at most *grace* seconds in all; then SIGKILL the rest.
+    A worker's group may outlive it (its data loaders, when it died by SIGKILL): what is
+    left of every group is ended too."""
     deadline = time.monotonic() + grace
     for p in procs:
         try:
@@ -55,6 +57,11 @@ def _reap(procs, grace=10):
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:  # the group has ended with its worker
+            pass
 
 
 def main(argv=None) -> int:

@@ -199,3 +199,23 @@ def test_workers_end_when_the_launcher_is_killed_outright(tmp_path):
         for pid in started:
             if running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_what_a_failed_worker_leaves_in_its_group_ends_with_the_launcher(tmp_path):
+    """A worker killed outright leaves its children (data loaders) behind in its process
+    group; the launcher ends the group, not only the worker."""
+    pid_file = tmp_path / "child"
+    worker = f"sleep 60 & echo $! > {pid_file}; sleep 0.5; exit 3"
+    proc = subprocess.run([sys.executable, REPO / "scripts" / "launch_cpu_workers.py", "1",
+                           "--", "bash", "-c", worker], capture_output=True, text=True,
+                          timeout=60)
+    child = int(pid_file.read_text())
+    try:
+        assert proc.returncode == 3
+        deadline = time.monotonic() + 5
+        while running(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not running(child), "the worker's child outlived the launcher"
+    finally:
+        if running(child):
+            os.kill(child, signal.SIGKILL)
