@@ -66,6 +66,7 @@ def test_filter_without_kept_lines_or_features(tiny_data, tmp_path):
     ("no-checks", "pair"),
     ("no-data", "no binarised training set"),
     ("kept-lines", "has 3 lines for"),
+    ("two-pairs", "holds the training sets of 2 language pairs (aa-bb, src-tgt)"),
 ])
 def test_filter_errors_name_the_problem(tiny_data, tmp_path, capsys, case, message):
     data, suspect = _with_flags(tiny_data, tmp_path, [1])
@@ -81,6 +82,10 @@ def test_filter_errors_name_the_problem(tiny_data, tmp_path, capsys, case, messa
         data = tmp_path
     elif case == "kept-lines":
         (data / "train.kept-lines").write_text("0\n1\n2\n")
+    elif case == "two-pairs":  # a second pair's training set beside the first
+        for side in ("aa", "bb"):
+            for ext in ("bin", "idx"):
+                shutil.copy(data / f"train.src-tgt.src.{ext}", data / f"train.aa-bb.{side}.{ext}")
     assert cli_main([str(data), "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("autoassist-filter: error: ") and message in err, err

@@ -61,7 +61,13 @@ def language_pair(data: Path):
         raise FileNotFoundError(f"no binarised training set in {data} (train.SRC-TGT.*.idx)"
                                 f"{hint}; give a directory of scripts/prepare-corpus.sh or "
                                 "fairseq-preprocess")
-    src, tgt = idx[0].split(".")[1].split("-")
+    pairs = sorted({name.split(".")[1] for name in idx})
+    if len(pairs) > 1:  # which one was meant is not for a filter to guess
+        raise ValueError(f"{data} holds the training sets of {len(pairs)} language pairs "
+                         f"({', '.join(pairs)}): autoassist-filter writes one corpus; give a "
+                         "directory with one pair's training set (fairseq-preprocess "
+                         "--destdir per pair)")
+    src, tgt = pairs[0].split("-")
     return src, tgt
 
 
