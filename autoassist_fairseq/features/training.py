@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 from fairseq.data import BaseWrapperDataset
 
-from .build import dataset_prefix
+from .build import dataset_prefix, open_side
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
 from .store import FeatureStore, build_command, feature_prefix
 
@@ -71,8 +71,6 @@ def check_data_shards(cfg, split: str, paths, loaded: str) -> None:
         FileNotFoundError, PermissionError, ValueError: as :func:`open_checked_features`,
             naming the shard and the command that builds its file.
     """
-    from fairseq.data import indexed_dataset
-
     if len(paths) < 2:
         return
     src, tgt = cfg.source_lang, cfg.target_lang
@@ -88,8 +86,7 @@ def check_data_shards(cfg, split: str, paths, loaded: str) -> None:
         sizes = []
         for lang in (src, tgt):
             prefix = dataset_prefix(path, split, src, tgt, lang)
-            side = indexed_dataset.make_dataset(
-                prefix, impl=indexed_dataset.infer_dataset_impl(prefix))
+            side = open_side(prefix)
             # a copy: the sizes of an mmap dataset live in its map, unmapped with the object
             sizes.append(np.array(side.sizes, dtype=np.int64))
         open_checked_features(path, split, src, tgt, sizes[0], sizes[1], len(sizes[0]))
