@@ -236,12 +236,13 @@ class FeatureStore:
         if checks is None:
             raise FileNotFoundError(f"{self.prefix}.json has no pair checks (built by an older "
                                     f"autoassist-features); rebuild the features with: {hint}")
-        if not self.pair_check_settings().checks:  # an array of NaN columns: nothing ran
+        settings = self.pair_check_settings()
+        if not settings.checks:  # an array of NaN columns: nothing ran
             raise FileNotFoundError(f"{self.prefix}.json has no pair checks (built with "
                                     f"--pair-checks none); rebuild the features without that "
                                     f"flag: {hint}")
         check_languages_differ(checks, f"{self.prefix}.json")
-        return flagged(checks, self.pair_check_settings())
+        return flagged(checks, settings)
 
     def pair_check_settings(self) -> PairCheckSettings:
         """The settings the pair checks ran with (a header without them: the settings of
