@@ -13,6 +13,7 @@ upper percentiles and the identifier's speed (pairs per CPU second) are written.
 """
 
 import argparse
+import dataclasses
 import json
 import time
 
@@ -20,6 +21,8 @@ import numpy as np
 
 from autoassist_fairseq.features.check_report import read_clean
 from autoassist_fairseq.features.langid_check import langid_scores
+from autoassist_fairseq.features.pair_checks import flagged
+from autoassist_fairseq.features.store import FeatureStore
 
 BARS = (3.0, 4.0, 5.0, 6.0, 7.0, 8.0)
 PERCENTILES = (99.0, 99.5, 99.8, 99.9)
@@ -37,13 +40,32 @@ def bar_table(src, tgt, src_lang, tgt_lang, bars=BARS) -> dict:
             "flagged": {str(b): float((scores > b).mean()) for b in bars}}
 
 
+def union_table(prefix: str, bars=BARS) -> dict:
+    """The union of the checks that a prepared corpus's features ran (``autoassist-features``,
+    the langid check among them), at each candidate bar of the langid check: the share of
+    the pairs it flags."""
+    store = FeatureStore.open(prefix)
+    checks, settings = store.pair_checks(), store.pair_check_settings()
+    if checks is None or "langid" not in settings.checks:
+        raise SystemExit(f"{prefix}: features without the langid check; build them with "
+                         "autoassist-features at its default --pair-checks")
+    flags = {str(b): flagged(checks, dataclasses.replace(settings, langid_bar=b)) for b in bars}
+    return {"pairs": len(checks), "checks": list(settings.checks),
+            "union_flagged": {b: float(f.mean()) for b, f in flags.items()},
+            "union_flagged_pairs": {b: int(f.sum()) for b, f in flags.items()}}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="example:\n" + __doc__.split("\n\n")[2],
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--corpus", action="append", required=True, metavar="NAME=PREFIX",
+    p.add_argument("--corpus", action="append", default=[], metavar="NAME=PREFIX",
                    help="a clean corpus: its name and the prefix of its two sides (repeatable)")
+    p.add_argument("--features", action="append", default=[], metavar="NAME=PREFIX",
+                   help="a clean corpus as prepared: its name and the prefix of its "
+                        "autoassist-features files; gives the union of all its checks at each "
+                        "bar (repeatable)")
     p.add_argument("--src", required=True, help="source language code (e.g. en)")
     p.add_argument("--tgt", required=True, help="target language code (e.g. de)")
     p.add_argument("--bar", type=float, action="append",
@@ -51,14 +73,21 @@ def main(argv=None):
                         f"{', '.join(map(str, BARS))})")
     p.add_argument("--out", required=True, help="the JSON to write")
     a = p.parse_args(argv)
+    if not a.corpus and not a.features:
+        p.error("give at least one --corpus or --features")
     out = {}
-    for spec in a.corpus:
-        name, sep, prefix = spec.partition("=")
-        if not sep or not name or not prefix:
-            p.error(f"--corpus {spec!r}: expected NAME=PREFIX")
-        src, tgt = read_clean([prefix], a.src, a.tgt)
-        out[name] = dict(bar_table(src, tgt, a.src, a.tgt, tuple(a.bar or BARS)), prefix=prefix)
-        print(name, json.dumps(out[name]), flush=True)
+    bars = tuple(a.bar or BARS)
+    for option, specs in (("--corpus", a.corpus), ("--features", a.features)):
+        for spec in specs:
+            name, sep, prefix = spec.partition("=")
+            if not sep or not name or not prefix:
+                p.error(f"{option} {spec!r}: expected NAME=PREFIX")
+            if option == "--corpus":
+                src, tgt = read_clean([prefix], a.src, a.tgt)
+                out[name] = dict(bar_table(src, tgt, a.src, a.tgt, bars), prefix=prefix)
+            else:
+                out[name] = dict(union_table(prefix, bars), prefix=prefix)
+            print(name, json.dumps(out[name]), flush=True)
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1)
 

@@ -252,7 +252,7 @@ def prepared(s, t, workdir):
     counts_of turns piece lists (of the negatives) into count rows over that vocabulary."""
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         kept, pieces = cr.prepare(s, t, "en", "de", tmp, 8000, 1.5, 2000, 250)
-    (src, tgt), symbols = cr.joined_counts(*pieces)
+    (src, tgt), symbols, _ = cr.joined_counts(*pieces)
     vocab = {p: i for i, p in enumerate(symbols)}
 
     def counts_of(sentences):

@@ -6,9 +6,9 @@ import pytest
 import scipy.sparse as sp
 
 from autoassist_fairseq.features import langid_check
-from autoassist_fairseq.features.langid_check import (LANGID_BAR, decode_pieces, identifier,
-                                                      identifier_code, langid_scores,
-                                                      raw_scores, unshared_words)
+from autoassist_fairseq.features.langid_check import (LANGID_BAR, identifier, identifier_code,
+                                                      langid_scores, raw_scores)
+from autoassist_fairseq.features.words import Pieces, decode_pieces, unshared_words
 from autoassist_fairseq.features.pair_checks import (COLUMNS, DEFAULT_CHECKS, PairCheckSettings,
                                                      flag_counts, flagged, pair_checks,
                                                      settings_from_args)
@@ -142,3 +142,24 @@ def test_features_command_decodes_the_binarised_text(tmp_path):
     assert "2 with a side in another language by py3langid" in out.stdout + out.stderr
     store = FeatureStore.open(str(data / "train.en-de.autoassist"))
     np.testing.assert_array_equal(np.where(store.suspect_pairs())[0], [40, 41])
+
+
+def test_union_at_each_langid_bar_from_a_prepared_corpus(tmp_path):
+    """research.langid_bar --features: the union of the recorded checks with the langid bar
+    moved, from the stored margins (no rebuild)."""
+    from research.langid_bar import union_table
+    src, tgt = _mix()
+    ones = sp.csr_matrix(np.ones((len(src), 8), np.float32))
+    for checks_run in (("langid",), ("language",)):
+        settings = PairCheckSettings(checks=checks_run)
+        checks = pair_checks(ones, ones, settings=settings, texts=(src, tgt), langs=("en", "de"))
+        prefix = str(tmp_path / checks_run[0])
+        FeatureStore.save(prefix, tfidf_features(ones, ones), {}, pair_checks=checks,
+                          pair_check_settings=settings)
+    margins = FeatureStore.open(str(tmp_path / "langid")).pair_checks()[:, 10]
+    bars = (float(np.sort(margins)[-2]) - 0.5, float(margins.max()) - 0.5, 1e6)
+    table = union_table(str(tmp_path / "langid"), bars)
+    assert table["union_flagged_pairs"] == {str(bars[0]): 2, str(bars[1]): 1, str(bars[2]): 0}
+    assert table["pairs"] == len(src)
+    with pytest.raises(SystemExit, match="without the langid check"):
+        union_table(str(tmp_path / "language"), bars)

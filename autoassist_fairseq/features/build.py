@@ -19,11 +19,11 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
-from .langid_check import decode_pieces
 from .pair_checks import (_COUNT_KEYS, PairCheckSettings, add_settings_arguments, pair_checks,
                           settings_from_args)
 from .store import FeatureStore, feature_prefix
 from .tfidf import count_matrix, tfidf_features
+from .words import Pieces
 
 logger = logging.getLogger("autoassist_fairseq.features")
 
@@ -111,16 +111,14 @@ def read_side(prefix: str) -> Tuple[np.ndarray, np.ndarray]:
     return tokens, offsets
 
 
-def read_texts(prefix: str, symbols) -> list:
-    """Each sentence of one binarised side as text, decoded from its subword pieces (the
-    langid check's input; special symbols left out)."""
+def read_pieces(prefix: str, symbols) -> Pieces:
+    """The subword pieces of one binarised side (the langid check's input; special symbols
+    left out)."""
     tokens, offsets = read_side(prefix)
     special = np.zeros(len(symbols), dtype=bool)
     special[[i for i, sym in enumerate(symbols) if sym in ("<s>", "<pad>", "</s>", "<unk>")]] = True
     kept = ~special[tokens]
-    bounds = np.concatenate(([0], np.cumsum(kept)))[offsets].tolist()
-    pieces = np.asarray(symbols, dtype=object)[tokens[kept]].tolist()
-    return [decode_pieces(pieces[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    return Pieces(tokens[kept], np.concatenate(([0], np.cumsum(kept)))[offsets], symbols)
 
 
 def read_counts(data_dir: str, src: str, tgt: str, split: str = "train"):
@@ -170,7 +168,7 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
     # the language check needs one vocabulary on both sides (--joined-dictionary)
     settings = settings or PairCheckSettings()
     prefixes = [dataset_prefix(data_dir, split, src, tgt, lang) for lang in (src, tgt)]
-    texts = [read_texts(prefix, side_symbols) for prefix, side_symbols in zip(prefixes, symbols)] \
+    texts = [read_pieces(prefix, side_symbols) for prefix, side_symbols in zip(prefixes, symbols)] \
         if "langid" in settings.checks else None
     checks = pair_checks(*counts, languages=filecmp.cmp(*dict_paths, shallow=False),
                          symbols=symbols, settings=settings, texts=texts, langs=(src, tgt))

@@ -52,7 +52,7 @@ from sklearn.metrics import roc_auc_score
 from .bootstrap import bootstrap
 from .pair_checks import PairCheckSettings, add_settings_arguments, check_scores, pair_checks, \
     settings_from_args, union_score
-from .langid_check import decode_pieces
+from .words import Pieces
 from .tfidf import count_matrix
 
 logger = logging.getLogger("autoassist_fairseq.check_report")
@@ -203,7 +203,8 @@ def prepare(src_lines, tgt_lines, src: str, tgt: str, workdir: str, bpe_size: in
 
 def joined_counts(src_pieces, tgt_pieces):
     """Subword counts of both sides over one vocabulary (the ``--joined-dictionary`` of
-    ``fairseq-preprocess``, up to the order of its ids) and the vocabulary's symbols."""
+    ``fairseq-preprocess``, up to the order of its ids), the vocabulary's symbols, and each
+    side's :class:`.words.Pieces` (the langid check's input)."""
     vocab: Dict[str, int] = {}
     sides = []
     for side in (src_pieces, tgt_pieces):
@@ -211,7 +212,8 @@ def joined_counts(src_pieces, tgt_pieces):
                           dtype=np.int64)
         sides.append((ids, np.cumsum([0] + [len(sent) for sent in side])))
     symbols = list(vocab)  # insertion order: symbol of id i
-    return [count_matrix(ids, offsets, len(vocab)) for ids, offsets in sides], symbols
+    return ([count_matrix(ids, offsets, len(vocab)) for ids, offsets in sides], symbols,
+            [Pieces(ids, offsets, symbols) for ids, offsets in sides])
 
 
 def _auc(labels: np.ndarray, score: np.ndarray) -> float:
@@ -320,10 +322,8 @@ def check_report(args) -> dict:
         kept, (src_pieces, tgt_pieces) = prepare(
             src_lines, tgt_lines, args.src, args.tgt, workdir, args.bpe_size,
             0.0 if args.no_ratio_filter else args.ratio, args.max_chars, args.max_len)
-    counts, symbols = joined_counts(src_pieces, tgt_pieces)
-    texts = [[decode_pieces(p) for p in side] for side in (src_pieces, tgt_pieces)] \
-        if "langid" in settings.checks else None
-    checks = pair_checks(*counts, symbols=symbols, settings=settings, texts=texts,
+    counts, symbols, pieces = joined_counts(src_pieces, tgt_pieces)
+    checks = pair_checks(*counts, symbols=symbols, settings=settings, texts=pieces,
                          langs=(args.src, args.tgt))
     labels = np.asarray(labels)
     n = len(labels)

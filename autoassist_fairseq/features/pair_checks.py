@@ -59,6 +59,7 @@ from .langid_check import langid_flags, langid_scores
 from .digits import digit_counts, digit_scores  # noqa: F401  (re-exported)
 from .lexical import lexical_scores
 from .scripts import script_scores
+from .words import Side
 
 _MIN_OWN_SUBWORDS = 3  # unshared subwords a side needs for its own-language evidence
 _LSI_COMPONENTS = 100  # latent dimensions of cross-language LSI
@@ -159,7 +160,7 @@ def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
 def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                 languages: bool = True, symbols: Optional[Sequence[str]] = None,
                 settings: Optional[PairCheckSettings] = None,
-                texts: Optional[Tuple[Sequence[str], Sequence[str]]] = None,
+                texts: Optional[Tuple[Side, Side]] = None,
                 langs: Tuple[str, str] = ("", "")) -> np.ndarray:
     """Every check of every pair: ``float32`` (pairs x 11), columns :data:`COLUMNS`
     (:func:`language_scores`, :func:`unrelated_p_value`, :func:`digit_scores`,
@@ -169,7 +170,7 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
 
     *symbols*: the text of each subword id (one list for a joined dictionary, or a pair of
     lists: source, target), which the digits and script checks need; *texts* (each side's
-    sentences) and *langs* (source and target language codes), which the langid check needs.
+    sentences: texts, or :class:`.words.Pieces`) and *langs* (source and target language codes), which the langid check needs.
     Without them, those checks do not run (``autoassist-features`` always passes them).
 
     ``languages=False`` (two dictionaries: a column is not the same subword on both sides,

@@ -1,0 +1,164 @@
+"""The words of a corpus's sentences, and those a pair's other side lacks (the langid check's
+input).
+
+A side comes either as texts (split on whitespace) or as the subword pieces of a binarised
+corpus (:class:`Pieces`), whose words are the texts :func:`decode_pieces` gives, split: a
+sentencepiece word starts at a ``▁`` piece, a subword-nmt word runs on over pieces that end in
+``@@``, and any other token is a word. Either way a side becomes ``(sentence, word id)`` per
+word, the ids into one *vocabulary* (word -> id) of both sides.
+
+Invariant: the work per word of the corpus is numpy; Python touches each *distinct* word (or
+piece sequence) once, which is what keeps the langid check's cost per pair low on a corpus of
+millions of pairs (words repeat).
+"""
+
+import re
+from dataclasses import dataclass
+from itertools import chain
+from typing import List, Sequence, Tuple, Union
+
+import numpy as np
+
+_EDGE_PUNCT = re.compile(r"^\W+|\W+$")
+_SPM = "\u2581"
+_P = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))  # two odd multipliers
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """One side's sentences as subword pieces: sentence i is ``symbols[j]`` for ``j`` in
+    ``tokens[offsets[i]:offsets[i + 1]]``, special symbols (``<s>``, ``</s>``, ...) left out."""
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+    symbols: Sequence[str]
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def rows(self, start: int, stop: int) -> "Pieces":
+        """Sentences *start* to *stop*."""
+        a, b = int(self.offsets[start]), int(self.offsets[stop])
+        return Pieces(self.tokens[a:b], self.offsets[start:stop + 1] - a, self.symbols)
+
+
+Side = Union[Sequence[str], Pieces]
+
+
+def decode_pieces(pieces: Sequence[str]) -> str:
+    """A sentence's text from its subword pieces: sentencepiece (``▁`` starts a word) or
+    subword-nmt (``@@`` ends a piece inside a word); other tokens are joined by spaces."""
+    text = " ".join(pieces).replace("@@ ", "")
+    if _SPM in text:
+        text = text.replace(" ", "").replace(_SPM, " ")
+    return text.strip()
+
+
+def word_ids(words: List[str], vocabulary: dict) -> np.ndarray:
+    """Each word's id in *vocabulary*, which first takes the words it lacks, in order."""
+    new = [word for word in dict.fromkeys(words) if word not in vocabulary]
+    vocabulary.update(zip(new, range(len(vocabulary), len(vocabulary) + len(new))))
+    return np.fromiter(map(vocabulary.__getitem__, words), dtype=np.int64, count=len(words))
+
+
+def _text_words(texts: Sequence[str], vocabulary: dict) -> Tuple[np.ndarray, np.ndarray]:
+    words = [text.split() for text in texts]
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    return (np.repeat(np.arange(len(texts)), lengths),
+            word_ids(list(chain.from_iterable(words)), vocabulary))
+
+
+def _spell(spelling: Sequence[str], tokens: np.ndarray, starts: np.ndarray,
+           ends: np.ndarray) -> List[str]:
+    """The words of pieces ``tokens[starts[i]:ends[i]]``, spelled in one join (no piece holds
+    a line break: fairseq's dictionaries are whitespace-separated)."""
+    lengths = ends - starts
+    at = np.repeat(starts - np.cumsum(np.append(0, lengths[:-1])), lengths) + \
+        np.arange(lengths.sum())
+    pieces = np.empty(len(at) + len(starts), dtype=object)
+    breaks = np.cumsum(lengths + 1) - 1
+    pieces[breaks] = "\n"
+    filled = np.ones(len(pieces), dtype=bool)
+    filled[breaks] = False
+    pieces[filled] = np.asarray(spelling, dtype=object)[tokens[at]]
+    return "".join(pieces.tolist()).split("\n")[:-1]
+
+
+def _piece_words(side: Pieces, vocabulary: dict) -> Tuple[np.ndarray, np.ndarray]:
+    tokens, offsets = np.asarray(side.tokens, dtype=np.int64), np.asarray(side.offsets)
+    lengths = np.diff(offsets)
+    sentence = np.repeat(np.arange(len(lengths)), lengths)
+    starts = np.zeros(len(tokens), dtype=bool)
+    starts[offsets[:-1][lengths > 0]] = True
+    if any(_SPM in s for s in side.symbols):
+        spelling = [s.replace(_SPM, "") for s in side.symbols]
+        starts |= np.fromiter((s.startswith(_SPM) for s in side.symbols), dtype=bool,
+                              count=len(side.symbols))[tokens]
+    else:
+        joins = np.fromiter((s.endswith("@@") for s in side.symbols), dtype=bool,
+                            count=len(side.symbols))
+        spelling = [s[:-2] if j else s for s, j in zip(side.symbols, joins)]
+        starts[1:] |= ~joins[tokens[:-1]]
+    if not len(tokens):
+        return sentence, tokens
+    first = np.flatnonzero(starts)
+    word = np.cumsum(starts) - 1
+    position = np.arange(len(tokens)) - first[word]
+    # a word is its piece sequence: two polynomial hashes, the second checks the first
+    hashes = []
+    for p in _P:
+        powers = np.cumprod(np.concatenate(([np.uint64(1)], np.full(position.max(), p))))
+        hashes.append(np.add.reduceat((tokens.astype(np.uint64) + np.uint64(1)) *
+                                      powers[position], first))
+    _, seen, inverse = np.unique(hashes[0], return_index=True, return_inverse=True)
+    ends = np.append(first[1:], len(tokens))
+    if np.array_equal(hashes[1], hashes[1][seen][inverse]):
+        ids = word_ids(_spell(spelling, tokens, first[seen], ends[seen]), vocabulary)[inverse]
+    else:  # two piece sequences share the first hash: spell every word
+        ids = word_ids(_spell(spelling, tokens, first, ends), vocabulary)
+    spelt = np.fromiter(map(bool, vocabulary), dtype=bool, count=len(vocabulary))
+    keep = spelt[ids]  # a lone "▁" is no word
+    return sentence[first][keep], ids[keep]
+
+
+def side_words(side: Side, vocabulary: dict) -> Tuple[np.ndarray, np.ndarray]:
+    """(sentence, word id) of each word of *side*'s sentences, in order."""
+    return (_piece_words if isinstance(side, Pieces) else _text_words)(side, vocabulary)
+
+
+def _isin(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """``np.isin`` of integers by one sort and a binary search."""
+    if not len(pool):
+        return np.zeros(len(values), dtype=bool)
+    pool = np.sort(pool)
+    return pool[np.minimum(np.searchsorted(pool, values), len(pool) - 1)] == values
+
+
+def unshared_bags(src: Side, tgt: Side):
+    """Per side, the words of each sentence that the other side of its pair lacks (compared
+    without case and edge punctuation), without the words holding digits: ``(vocabulary,
+    [(sentence, word id) of the source side, of the target side])``, the words in order.
+
+    A pair's sentence index times the number of keys plus a word's key is one integer, so
+    the set operations of all pairs are one sort and one binary search."""
+    vocabulary: dict = {}
+    sides = [side_words(side, vocabulary) for side in (src, tgt)]
+    words = list(vocabulary)
+    keys: dict = {}
+    key_of = word_ids([w.lower() if w.isalnum() else _EDGE_PUNCT.sub("", w).lower()
+                        for w in words], keys)
+    has_digit = np.fromiter((not w.isalpha() and any(map(str.isdigit, w)) for w in words),
+                            dtype=bool, count=len(words))
+    codes = [sentence * max(len(keys), 1) + key_of[ids] for sentence, ids in sides]
+    bags = []
+    for (sentence, ids), mine, theirs in zip(sides, codes, codes[::-1]):
+        keep = ~_isin(mine, theirs) & ~has_digit[ids]
+        bags.append((sentence[keep], ids[keep]))
+    return vocabulary, bags
+
+
+def unshared_words(text: str, other: str) -> str:
+    """The words of *text* that *other* lacks (:func:`unshared_bags` of one pair), joined."""
+    vocabulary, ((_, ids), _) = unshared_bags([text], [other])
+    words = list(vocabulary)
+    return " ".join(words[i] for i in ids)
