@@ -5,7 +5,10 @@ The bar of ``--langid-bar`` is set from clean corpora, never from labelled noise
 corpus's raw text (``PREFIX.SRC``/``PREFIX.TGT``, plain or ``.gz``) is scored by
 ``features.langid_check.langid_scores`` (the words of a side that the other side lacks,
 its own language against the best other one), and the share of pairs over each bar, the
-upper percentiles and the identifier's speed (pairs per CPU second) are written.
+upper percentiles and the identifier's speed (pairs per CPU second) are written. With
+``--features NAME=PREFIX`` (a corpus as prepared, its ``autoassist-features`` files), the
+share of its pairs that the union of all its checks flags at each bar, from the stored
+scores.
 
     python -m research.langid_bar --corpus tatoeba=../shared/data/tatoeba-de-en/train \\
         --corpus multi30k=../shared/data/multi30k-en-de/train --src en --tgt de \\
