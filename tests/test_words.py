@@ -67,9 +67,10 @@ def test_unshared_bags_leave_out_shared_words_and_digits():
 
 
 def test_langid_scores_of_pieces_are_those_of_their_texts():
-    src = [["\u2581The", "\u2581child", "ren", "\u2581play", "\u2581in", "\u2581the", "\u2581garden", "."],
-           ["\u2581Los", "\u2581niños", "\u2581están", "\u2581jug", "ando", "\u2581en", "\u2581el",
-            "\u2581jardín", "."]]
+    src = [["\u2581The", "\u2581child", "ren", "\u2581play", "\u2581in", "\u2581the",
+            "\u2581garden", "."],
+           ["\u2581Los", "\u2581niños", "\u2581están", "\u2581jug", "ando", "\u2581en",
+            "\u2581el", "\u2581jardín", "."]]
     tgt = [["\u2581Die", "\u2581Kinder", "\u2581spiel", "en", "\u2581im", "\u2581Garten", "."],
            ["\u2581Die", "\u2581Kinder", "\u2581spiel", "en", "\u2581im", "\u2581Garten", "."]]
     pieces = [_pieces(src + tgt).rows(0, 2), _pieces(src + tgt).rows(2, 4)]

@@ -118,7 +118,9 @@ def read_pieces(prefix: str, symbols) -> Pieces:
     special = np.zeros(len(symbols), dtype=bool)
     special[[i for i, sym in enumerate(symbols) if sym in ("<s>", "<pad>", "</s>", "<unk>")]] = True
     kept = ~special[tokens]
-    return Pieces(tokens[kept], np.concatenate(([0], np.cumsum(kept)))[offsets], symbols)
+    # int32 ids: the whole side stays in memory until the check has read it
+    return Pieces(tokens[kept].astype(np.int32), np.concatenate(([0], np.cumsum(kept)))[offsets],
+                  symbols)
 
 
 def read_counts(data_dir: str, src: str, tgt: str, split: str = "train"):

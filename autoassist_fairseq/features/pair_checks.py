@@ -170,8 +170,9 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
 
     *symbols*: the text of each subword id (one list for a joined dictionary, or a pair of
     lists: source, target), which the digits and script checks need; *texts* (each side's
-    sentences: texts, or :class:`.words.Pieces`) and *langs* (source and target language codes), which the langid check needs.
-    Without them, those checks do not run (``autoassist-features`` always passes them).
+    sentences: texts, or :class:`.words.Pieces`) and *langs* (source and target language
+    codes), which the langid check needs. Without them, those checks do not run
+    (``autoassist-features`` always passes them).
 
     ``languages=False`` (two dictionaries: a column is not the same subword on both sides,
     so one identifier cannot be fitted over them) leaves the language columns NaN, never
