@@ -59,8 +59,8 @@ def main(argv=None):
                                 epilog="example:\n" + __doc__.split("\n\n")[2],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="a prepared data directory (its train split)")
-    p.add_argument("-s", "--source-lang", required=True)
-    p.add_argument("-t", "--target-lang", required=True)
+    p.add_argument("-s", "--source-lang", required=True, help="source language code of DATA")
+    p.add_argument("-t", "--target-lang", required=True, help="target language code of DATA")
     p.add_argument("--code", action="append", default=[], metavar="NAME=DIR",
                    help="a code tree to time (repeatable; default: this checkout)")
     p.add_argument("--pair-checks", action="append", required=True,

@@ -1,0 +1,43 @@
+"""research.features_time: autoassist-features timed per code tree and check set."""
+import json
+import sys
+
+import pytest
+
+from utils import run
+
+REPO = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+
+
+def test_each_arm_is_timed_in_turn_with_the_other_cpu(tiny_data, tmp_path):
+    out = tmp_path / "t.json"
+    run([sys.executable, "-m", "research.features_time", tiny_data, "-s", "src", "-t", "tgt",
+         "--code", f"here={REPO}", "--pair-checks", "language,unrelated",
+         "--pair-checks", "digits", "--rounds", "2", "--threads", "1", "--out", out], cwd=REPO)
+    got = json.loads(out.read_text())
+    assert got["threads"] == 1 and got["code"] == {"here": REPO}
+    assert list(got["runs"]) == ["here language,unrelated", "here digits"]
+    for runs in got["runs"].values():
+        assert len(runs) == 2
+        for r in runs:  # the build's own time, from its log line, within the command's
+            assert r["build_s"] is not None and 0 <= r["build_s"] <= r["wall_s"]
+            assert r["cpu_s"] > 0
+            assert 0 <= r["other_cpu_share"] <= 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--code", "x=/nonexistent"], "a checkout of this repository"),
+    (["--rounds", "0"], "at least 1"),
+])
+def test_bad_arguments_are_named(tiny_data, tmp_path, args, message):
+    proc = run([sys.executable, "-m", "research.features_time", tiny_data, "-s", "src",
+                "-t", "tgt", "--pair-checks", "digits", "--out", tmp_path / "t.json", *args],
+               cwd=REPO, check=False)
+    assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_a_failed_build_names_its_command(tiny_data, tmp_path):
+    proc = run([sys.executable, "-m", "research.features_time", tiny_data, "-s", "src",
+                "-t", "tgt", "--pair-checks", "nosuchcheck", "--out", tmp_path / "t.json"],
+               cwd=REPO, check=False)
+    assert proc.returncode != 0 and "failed" in proc.stderr and not (tmp_path / "t.json").exists()
