@@ -16,8 +16,8 @@ BPE = [["Das", "Ha@@", "us", "ist", "alt", "."], ["Ha@@", "us@@", "tür"], [], [
 WORDS = [["Das", "Haus", "."], [], ["Haus", "Haus"]]
 
 
-def _pieces(sentences):
-    symbols = sorted({p for s in sentences for p in s}) or ["x"]
+def _pieces(sentences, extra=()):
+    symbols = sorted({p for s in sentences for p in s} | set(extra)) or ["x"]
     index = {s: i for i, s in enumerate(symbols)}
     tokens = np.array([index[p] for s in sentences for p in s], dtype=np.int64)
     return Pieces(tokens, np.cumsum([0] + [len(s) for s in sentences]), symbols)
@@ -46,6 +46,24 @@ def test_piece_words_are_the_decoded_texts_words(sentences, collide, monkeypatch
     texts = [decode_pieces(s) for s in sentences]
     assert _spelled(texts, vocabulary) == want
     assert vocabulary.keys() - {""} == {w for s in want for w in s}  # "": a lone ▁, no word
+
+
+@pytest.mark.parametrize("sentences, extra, want", [
+    # one "▁" symbol (from crawled text) does not turn a subword-nmt dictionary over
+    (BPE + [["\u2581\u2582@@", "x"]], (), [*([w.split() for w in
+                                                ["Das Haus ist alt .", "Haustür", "", "Haus"]]),
+                                              ["\u2581\u2582x"]]),
+    # a subword-nmt sentence's last piece ends in "@@": the word without it
+    ([["Das", "Ha@@"]], (), [["Das", "Ha"]]),
+    # sentencepiece pieces with a word boundary inside (--treat_whitespace_as_suffix)
+    ([["\u2581Das", "\u2581Ha", "us\u2581ist", "\u2581alt"]], ("\u2581a", "\u2581b"),
+     [["Das", "Haus", "ist", "alt"]]),
+], ids=["bpe-with-a-spm-symbol", "bpe-final-@@", "spm-inner-boundary"])
+def test_the_dictionarys_mode_decides_the_words(sentences, extra, want):
+    side = _pieces(sentences, extra)
+    assert _spelled(side, {}) == want
+    mode = words_module.sentencepiece_mode(side.symbols)
+    assert [decode_pieces(s, mode).split() for s in sentences] == want
 
 
 def test_rows_of_pieces():
@@ -89,3 +107,7 @@ def test_an_upper_case_side_is_read_in_lower_case():
     upper, lower, mixed = langid_scores(src, tgt, "en", "de")
     np.testing.assert_allclose(upper, lower, rtol=1e-5)
     assert abs(mixed - lower) > 1.0
+    # "ª" is a lower-case letter without an upper-case form: the side is not upper case
+    assert not (src[0] + " ª").isupper()
+    as_is, lowered = langid_scores([src[0] + " ª", src[1] + " ª"], tgt[:2], "en", "de")
+    assert abs(as_is - lowered) > 1.0

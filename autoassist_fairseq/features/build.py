@@ -170,10 +170,10 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
     # the language check needs one vocabulary on both sides (--joined-dictionary)
     settings = settings or PairCheckSettings()
     prefixes = [dataset_prefix(data_dir, split, src, tgt, lang) for lang in (src, tgt)]
-    texts = [read_pieces(prefix, side_symbols) for prefix, side_symbols in zip(prefixes, symbols)] \
+    sides = [read_pieces(prefix, side_symbols) for prefix, side_symbols in zip(prefixes, symbols)] \
         if "langid" in settings.checks else None
     checks = pair_checks(*counts, languages=filecmp.cmp(*dict_paths, shallow=False),
-                         symbols=symbols, settings=settings, texts=texts, langs=(src, tgt))
+                         symbols=symbols, settings=settings, texts=sides, langs=(src, tgt))
     output = output or feature_prefix(data_dir, split, src, tgt)
     if os.path.dirname(output):
         os.makedirs(os.path.dirname(output), exist_ok=True)

@@ -10,7 +10,8 @@ Invariant: a side is flagged only when, over the words it does not share with th
 the identifier scores some language other than the side's own above the side's own language
 by more than the bar (:data:`LANGID_BAR`, nats of naive Bayes log-likelihood). The side is
 read as a bag of those words: the identifier's byte n-gram counts of each word, walked on its
-own between two spaces, summed (each distinct word of a corpus is walked once). Words found on
+own between two spaces, summed (each distinct word is walked once per side and batch of
+:data:`_PAIRS` pairs). Words found on
 both sides (names, brands, codes, copied phrases) and words with digits are left out first,
 as the other checks leave out shared subwords: a product line "Hostel Condado de Miranda" /
 "Gästehaus Condado de Miranda" is judged on "Hostel" and "Gästehaus" alone. ``zxx`` (no
@@ -178,8 +179,9 @@ def _is_upper(words: List[str], sentence: np.ndarray, ids: np.ndarray, n: int) -
     """Per sentence, whether its words joined are upper case (``str.isupper``: a cased
     letter, and no lower-case one), which the identifier lowers before it reads a text."""
     upper = np.fromiter(map(str.isupper, words), dtype=bool, count=len(words))
-    lower = np.fromiter(map(str.__ne__, map(str.upper, words), words), dtype=bool,
-                        count=len(words))
+    # no lower-case letter: with a cased letter added, upper case (also for "ª", which
+    # has no upper-case form)
+    lower = np.fromiter((not (w + "A").isupper() for w in words), dtype=bool, count=len(words))
     return (np.bincount(sentence, weights=upper[ids], minlength=n) > 0) & \
         (np.bincount(sentence, weights=lower[ids], minlength=n) == 0)
 

@@ -2,10 +2,14 @@
 input).
 
 A side comes either as texts (split on whitespace) or as the subword pieces of a binarised
-corpus (:class:`Pieces`), whose words are the texts :func:`decode_pieces` gives, split: a
-sentencepiece word starts at a ``▁`` piece, a subword-nmt word runs on over pieces that end in
-``@@``, and any other token is a word. Either way a side becomes ``(sentence, word id)`` per
-word, the ids into one *vocabulary* (word -> id) of both sides.
+corpus (:class:`Pieces`), whose words are those of the texts :func:`decode_pieces` gives in
+the dictionary's mode: sentencepiece (more symbols start with ``▁`` than end in ``@@``) or
+subword-nmt. A sentencepiece word starts at a ``▁`` piece, a subword-nmt word runs on over
+pieces that end in ``@@``, and any other token is a word; a sentencepiece dictionary with a
+``▁`` inside a symbol (``--treat_whitespace_as_suffix``, ``--split_by_whitespace=false``) is
+decoded sentence by sentence instead. Either way a side becomes ``(sentence, word id)`` per
+word, the ids into one *vocabulary* (word -> id) of both sides. (A piece holds no whitespace:
+fairseq's dictionaries and binarisation split on it.)
 
 Invariant: the work per word of the corpus is numpy; Python touches each *distinct* word (or
 piece sequence) once, which is what keeps the langid check's cost per pair low on a corpus of
@@ -15,7 +19,7 @@ millions of pairs (words repeat).
 import re
 from dataclasses import dataclass
 from itertools import chain
-from typing import List, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -24,7 +28,7 @@ _SPM = "\u2581"
 _P = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))  # two odd multipliers
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Pieces:
     """One side's sentences as subword pieces: sentence i is ``symbols[j]`` for ``j`` in
     ``tokens[offsets[i]:offsets[i + 1]]``, special symbols (``<s>``, ``</s>``, ...) left out."""
@@ -45,13 +49,24 @@ class Pieces:
 Side = Union[Sequence[str], Pieces]
 
 
-def decode_pieces(pieces: Sequence[str]) -> str:
+def sentencepiece_mode(symbols: Sequence[str]) -> bool:
+    """Whether a dictionary's pieces are sentencepiece's (``▁`` starts a word) rather than
+    subword-nmt's (``@@`` ends a piece inside a word): by the majority of its symbols, so
+    that a ``▁`` in crawled text does not turn a subword-nmt dictionary over."""
+    return sum(s.startswith(_SPM) for s in symbols) > sum(s.endswith("@@") for s in symbols)
+
+
+def decode_pieces(pieces: Sequence[str], sentencepiece: Optional[bool] = None) -> str:
     """A sentence's text from its subword pieces: sentencepiece (``▁`` starts a word) or
-    subword-nmt (``@@`` ends a piece inside a word); other tokens are joined by spaces."""
+    subword-nmt (``@@`` ends a piece inside a word, also at the end); other tokens are joined
+    by spaces. *sentencepiece*: the dictionary's mode (:func:`sentencepiece_mode`; default:
+    whether a piece of this sentence holds a ``▁``)."""
+    if sentencepiece is None:
+        sentencepiece = any(_SPM in p for p in pieces)
+    if sentencepiece:
+        return "".join(pieces).replace(_SPM, " ").strip()
     text = " ".join(pieces).replace("@@ ", "")
-    if _SPM in text:
-        text = text.replace(" ", "").replace(_SPM, " ")
-    return text.strip()
+    return (text[:-2] if text.endswith("@@") else text).strip()
 
 
 def word_ids(words: List[str], vocabulary: dict) -> np.ndarray:
@@ -90,7 +105,11 @@ def _piece_words(side: Pieces, vocabulary: dict) -> Tuple[np.ndarray, np.ndarray
     sentence = np.repeat(np.arange(len(lengths)), lengths)
     starts = np.zeros(len(tokens), dtype=bool)
     starts[offsets[:-1][lengths > 0]] = True
-    if any(_SPM in s for s in side.symbols):
+    if sentencepiece_mode(side.symbols):
+        if any(_SPM in s[1:] for s in side.symbols):  # a word boundary inside a piece
+            symbols = np.asarray(side.symbols, dtype=object)
+            return _text_words([decode_pieces(symbols[tokens[a:b]].tolist(), True)
+                                for a, b in zip(offsets[:-1], offsets[1:])], vocabulary)
         spelling = [s.replace(_SPM, "") for s in side.symbols]
         starts |= np.fromiter((s.startswith(_SPM) for s in side.symbols), dtype=bool,
                               count=len(side.symbols))[tokens]
@@ -136,7 +155,8 @@ def _isin(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
 
 def unshared_bags(src: Side, tgt: Side):
     """Per side, the words of each sentence that the other side of its pair lacks (compared
-    without case and edge punctuation), without the words holding digits: ``(vocabulary,
+    without case and edge punctuation; so all words of punctuation alone compare equal),
+    without the words holding digits: ``(vocabulary,
     [(sentence, word id) of the source side, of the target side])``, the words in order.
 
     A pair's sentence index times the number of keys plus a word's key is one integer, so
