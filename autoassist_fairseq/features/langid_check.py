@@ -38,7 +38,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 from scipy import sparse
 
-from .words import Pieces, Side, word_ids, unshared_bags
+from .words import Pieces, Side, unshared_bags, word_ids
 
 logger = logging.getLogger("autoassist_fairseq.features")
 
