@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from research.bench.runs import machine_busy_seconds
+from research.bench.runs import cpu_share_of_others, machine_busy_seconds
 
 _BUILD = re.compile(r"nonzeros in ([0-9.]+)s")
 
@@ -51,7 +51,7 @@ def time_build(tree: str, data: str, src: str, tgt: str, checks: str,
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"build_s": float(found[-1]) if found else None, "wall_s": round(wall, 2),
             "cpu_s": round(cpu, 2),
-            "other_cpu_share": round(max(0.0, busy - cpu) / (wall * os.cpu_count()), 3)}
+            "other_cpu_share": round(cpu_share_of_others(busy, cpu, wall, os.cpu_count()), 3)}
 
 
 def main(argv=None):

@@ -201,13 +201,18 @@ def bleu_curve(data, ckpt_dir, curve):
 
 
 
+def cpu_share_of_others(machine_cpu_s, run_cpu_s, wall_s, cores):
+    """Share of the machine's CPU that processes other than a run used while it ran."""
+    return max(0.0, machine_cpu_s - run_cpu_s) / (wall_s * cores)
+
+
 def other_cpu_share(path):
     """Share of the machine's CPU that processes other than the run used while it trained
     (None when not recorded, e.g. a run trained by an older benchmark.py)."""
     if not path.exists():
         return None
     c = json.loads(path.read_text())
-    return max(0.0, c["machine_cpu_s"] - c["run_cpu_s"]) / (c["wall_s"] * c["cores"])
+    return cpu_share_of_others(c["machine_cpu_s"], c["run_cpu_s"], c["wall_s"], c["cores"])
 
 
 
