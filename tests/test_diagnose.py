@@ -329,3 +329,19 @@ def test_checkpoint_position_counts_data_passes_not_fairseq_epochs():
     assert checkpoint_position(state, Dataset(), cfg)["passes"] == 2.5
     del state["extra_state"]["train_iterator"]["autoassist"]
     assert checkpoint_position(state, Dataset(), cfg)["passes"] == pytest.approx(4.4)
+
+
+def test_losses_of_several_checkpoints_of_one_name_go_to_files_of_their_own():
+    """Several runs' checkpoint_last.pt: each one's losses get a name of their own (its
+    folders, as far as they differ), so none overwrites another; one checkpoint given
+    twice is an error that says so."""
+    paths = diagnose.losses_paths("out/losses.npz", ["runs/a/checkpoints/checkpoint_last.pt",
+                                                     "runs/b/checkpoints/checkpoint_last.pt",
+                                                     "runs/a/checkpoints/checkpoint5.pt"])
+    assert paths == ["out/losses.a.checkpoints.checkpoint_last.npz",
+                     "out/losses.b.checkpoints.checkpoint_last.npz",
+                     "out/losses.checkpoint5.npz"]
+    assert diagnose.losses_paths("l.npz", ["c/checkpoint1.pt"]) == ["l.npz"]
+    assert diagnose.losses_paths(None, ["a.pt", "b.pt"]) == [None, None]
+    with pytest.raises(diagnose.DiagnosisError, match="given twice"):
+        diagnose.losses_paths("l.npz", ["c/checkpoint1.pt", "./c/checkpoint1.pt"])

@@ -9,7 +9,7 @@ figures' meaning: :mod:`.cli`'s docstring, the command's ``--help``).
 The names below are what research/ and the tests use.
 """
 
-from .cli import cli_main, format_summary, losses_path  # noqa: F401
+from .cli import cli_main, format_summary, losses_paths  # noqa: F401
 from .figures import (CURVE_KEYS, MAX_DENSITY, MIN_SKIP_SHARE, REFERENCE_SHARE,  # noqa: F401
                       curve_row, data_pass, density, oracle_figures, oracle_skipped_loss,
                       reducible_losses, skip_figures, verdict)

@@ -57,13 +57,28 @@ from .figures import MAX_DENSITY, REFERENCE_SHARE, curve_row
 from .scoring import DiagnosisError, check_checkpoint, check_data, check_output, diagnose
 
 
-def losses_path(losses_out, checkpoint, several):
-    """Where --losses-out puts a checkpoint's losses: the path itself for one checkpoint;
-    for several, the checkpoint's name before the suffix (losses.checkpoint12.npz)."""
-    if not losses_out or not several:
-        return losses_out
+def losses_paths(losses_out, checkpoints):
+    """Where --losses-out puts each checkpoint's losses: the path itself for one checkpoint;
+    for several, the checkpoint's name before the suffix (losses.checkpoint12.npz), with as
+    many of its folders as tell apart checkpoints of one name (losses.run-a.checkpoints.
+    checkpoint_last.npz): no checkpoint's losses overwrite another's."""
+    if not losses_out or len(checkpoints) == 1:
+        return [losses_out] * len(checkpoints)
+    paths = [os.path.abspath(c) for c in checkpoints]
+    twice = sorted({c for c, p in zip(checkpoints, paths) if paths.count(p) > 1})
+    if twice:
+        raise DiagnosisError(f"checkpoint {twice[0]} given twice: give each once")
+    parts = [os.path.splitext(p)[0].split(os.sep)[::-1] for p in paths]
+    depth = [1] * len(parts)
+    while True:
+        names = [".".join(reversed(q[:d])) for q, d in zip(parts, depth)]
+        clash = [i for i, n in enumerate(names) if names.count(n) > 1]
+        if not clash:
+            break
+        for i in clash:
+            depth[i] += 1
     stem, ext = os.path.splitext(losses_out)
-    return f"{stem}.{os.path.splitext(os.path.basename(checkpoint))[0]}{ext or '.npz'}"
+    return [f"{stem}.{name}{ext or '.npz'}" for name in names]
 
 
 def format_summary(r):
@@ -122,8 +137,8 @@ def parse_cli(argv=None):
     p.add_argument("--out", default=None, help="also write the figures to this JSON file")
     p.add_argument("--losses-out", default=None,
                    help="also save each pair's loss, target tokens and the loss floor (numpy "
-                        ".npz; several checkpoints: the checkpoint's name before .npz; its "
-                        "folder is made), e.g. to replay the Assistant offline with "
+                        ".npz; several checkpoints: the checkpoint's name before .npz, with its "
+                        "folders where two checkpoints share a name; its folder is made), e.g. to replay the Assistant offline with "
                         "research/replay_assistant.py")
     p.add_argument("--reference-share", type=float, default=REFERENCE_SHARE,
                    help="token share the oracle skips for the verdict (default: 0.35)")
@@ -152,16 +167,16 @@ def cli_main(argv=None):
         if missing:  # before the slow part of the first one
             raise DiagnosisError(f"{', '.join(missing)} not found")
         check_data(a.data)
-        for c in a.checkpoint:
+        losses = losses_paths(a.losses_out, a.checkpoint)
+        for c, path in zip(a.checkpoint, losses):
             check_checkpoint(c)
-            if a.losses_out:
-                path = losses_path(a.losses_out, c, several)
+            if path:
                 check_output(path if path.endswith(".npz") else path + ".npz", "--losses-out")
         if a.out:
             check_output(a.out, "--out")
         results = [diagnose(a.data, c, a.max_tokens, a.reference_share, a.max_density,
-                            losses_path(a.losses_out, c, several), a.sample_pairs)
-                   for c in a.checkpoint]
+                            path, a.sample_pairs)
+                   for c, path in zip(a.checkpoint, losses)]
     except DiagnosisError as err:
         sys.exit(f"autoassist-diagnose: error: {err}")
     if several:
