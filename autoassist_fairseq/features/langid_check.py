@@ -153,7 +153,8 @@ def naive_bayes_scores(counts: sparse.csr_matrix) -> np.ndarray:
     t = _tables()
     counts = counts.tocsr(copy=True)
     counts.data = np.log1p(counts.data)
-    out = np.asarray(counts @ t.ptc + t.pc, dtype=np.float32)
+    out = np.asarray(counts @ t.ptc, dtype=np.float32)
+    out += t.pc
     out[np.diff(counts.indptr) == 0] = np.nan
     return out
 
@@ -168,45 +169,53 @@ def raw_scores(texts: Sequence[str]) -> np.ndarray:
 
 def _margins(scores: np.ndarray, own: str) -> np.ndarray:
     """Per row of raw scores, the best score of a language other than *own* less *own*'s
-    (nats); NaN for a row without features."""
+    (nats); NaN for a row without features. *scores* is overwritten (a copy of all but two
+    columns would cost more than the rest of the check)."""
     classes = list(identifier().nb_classes)
     mine = [i for i, c in enumerate(classes) if c == own]
-    others = [i for i, c in enumerate(classes) if c != own and c not in _NOT_LANGUAGES]
-    return (scores[:, others].max(axis=1) - scores[:, mine].max(axis=1)).astype(np.float32)
+    not_others = [i for i, c in enumerate(classes) if c == own or c in _NOT_LANGUAGES]
+    own_score = scores[:, mine].max(axis=1)
+    scores[:, not_others] = -np.inf
+    return (scores.max(axis=1) - own_score).astype(np.float32)
 
 
-def _is_upper(words: List[str], sentence: np.ndarray, ids: np.ndarray, n: int) -> np.ndarray:
+def _upper_sentences(upper: np.ndarray, lower: np.ndarray, sentence: np.ndarray,
+                     ids: np.ndarray, n: int) -> np.ndarray:
     """Per sentence, whether its words joined are upper case (``str.isupper``: a cased
-    letter, and no lower-case one), which the identifier lowers before it reads a text."""
-    upper = np.fromiter(map(str.isupper, words), dtype=bool, count=len(words))
-    # no lower-case letter: with a cased letter added, upper case (also for "ª", which
-    # has no upper-case form)
-    lower = np.fromiter((not (w + "A").isupper() for w in words), dtype=bool, count=len(words))
+    letter, and no lower-case one), which the identifier lowers before it reads a text;
+    *upper*, *lower*: per word, whether it is upper case and whether it has a lower-case
+    letter."""
     return (np.bincount(sentence, weights=upper[ids], minlength=n) > 0) & \
         (np.bincount(sentence, weights=lower[ids], minlength=n) == 0)
 
 
-def _bag_scores(words: List[str], vocabulary: dict, sentence: np.ndarray, ids: np.ndarray,
-                n: int) -> np.ndarray:
-    """Raw scores of *n* sentences from their bags of words (:func:`.words.unshared_bags`): each
-    word is walked once, on its own between two spaces, and a sentence's feature counts
-    are the sum of its words'. (A text of the unshared words joined would also count the
-    n-grams across two words that the left-out words had separated, which the sentence
-    never held.)"""
-    upper = _is_upper(words, sentence, ids, n)[sentence]
-    if upper.any():  # the identifier reads an upper-case text in lower case
-        ids = ids.copy()
-        ids[upper] = word_ids([words[i].lower() for i in ids[upper]], vocabulary)
-        words = list(vocabulary)
-    used = np.flatnonzero(np.bincount(ids, minlength=len(words)))
+def _bag_scores(vocabulary: dict, bags, n: int) -> List[np.ndarray]:
+    """Raw scores of *n* sentences of each side from their bags of words
+    (:func:`.words.unshared_bags`): each word of either side is walked once, on its own
+    between two spaces, and a sentence's feature counts are the sum of its words'. (A text
+    of the unshared words joined would also count the n-grams across two words that the
+    left-out words had separated, which the sentence never held.)"""
+    words = list(vocabulary)
+    upper = np.fromiter(map(str.isupper, words), dtype=bool, count=len(words))
+    # a lower-case letter: with a cased letter added, not upper case (also for "ª", which
+    # has no upper-case form)
+    lower = np.fromiter((not (w + "A").isupper() for w in words), dtype=bool, count=len(words))
+    read = []
+    for sentence, ids in bags:
+        lowered = _upper_sentences(upper, lower, sentence, ids, n)[sentence]
+        if lowered.any():  # the identifier reads an upper-case text in lower case
+            ids = ids.copy()
+            ids[lowered] = word_ids([words[i].lower() for i in ids[lowered]], vocabulary)
+        read.append((sentence, ids))
+    words = list(vocabulary)
+    used = np.flatnonzero(sum(np.bincount(ids, minlength=len(words)) for _, ids in read))
     column = np.zeros(len(words), dtype=np.int64)
     column[used] = np.arange(len(used))
-    column = column[ids]
-    encoded = [unicodedata.normalize("NFC", f" {words[i]} ").encode("utf8", "surrogatepass")
-               for i in used]
-    bags = sparse.csr_matrix((np.ones(len(ids), dtype=np.float32), (sentence, column)),
-                             shape=(n, len(used)))
-    return naive_bayes_scores(bags @ feature_counts(encoded))
+    counts = feature_counts([unicodedata.normalize("NFC", f" {words[i]} ").encode(
+        "utf8", "surrogatepass") for i in used])
+    return [naive_bayes_scores(sparse.csr_matrix(
+        (np.ones(len(ids), dtype=np.float32), (sentence, column[ids])),
+        shape=(n, len(used))) @ counts) for sentence, ids in read]
 
 
 _PAIRS = 250_000  # pairs scored at once: bounds the word arrays of a large corpus
@@ -235,11 +244,10 @@ def langid_scores(src: Side, tgt: Side, src_lang: str, tgt_lang: str) -> np.ndar
     for start in range(0, len(src), _PAIRS):
         stop = min(start + _PAIRS, len(src))
         vocabulary, bags = unshared_bags(_rows(src, start, stop), _rows(tgt, start, stop))
-        words = list(vocabulary)
-        for (sentence, ids), own in zip(bags, owns):
-            if own is not None:
-                scores = _bag_scores(words, vocabulary, sentence, ids, stop - start)
-                out[start:stop] = np.fmax(out[start:stop], _margins(scores, own))
+        known = [(bag, own) for bag, own in zip(bags, owns) if own is not None]
+        scores = _bag_scores(vocabulary, [bag for bag, _ in known], stop - start)
+        for side, (_, own) in zip(scores, known):
+            out[start:stop] = np.fmax(out[start:stop], _margins(side, own))
     return out
 
 
