@@ -10,6 +10,11 @@ fairseq on a filtered corpus as an arm of the unfiltered corpus it is compared w
 
     python -m research.merge_run /root/aa-work/converged/results-A multi30k-noisy-checked \\
         plain-0.70B-s1 --as-corpus multi30k-noisy --as-arm plain-checked
+
+A SOURCE that is a ``results.json`` of ``scripts/benchmark.py`` enters that benchmark's plain
+baseline (RUN ``baseline-sSEED``: the config's own schedule, inverse_sqrt) as the arm
+``plain-inverse-sqrt``: its last validation, its BLEU, its Boss tokens, and the reducible loss
+with the floor of plain fairseq at B of the same corpus and seed, already in the target.
 """
 
 import argparse
@@ -45,12 +50,45 @@ def merge_run(source: Path, corpus: str, run: str, target: Path, as_corpus=None,
     return entry
 
 
+def bench_baseline(results_file: Path, corpus: str, run: str, target: Path) -> dict:
+    """Enter the plain baseline *run* (``baseline-sSEED``) of a ``scripts/benchmark.py``
+    results.json into TARGET as ``plain-inverse-sqrt``; returns its summary entry."""
+    bench = json.loads(results_file.read_text())
+    if not run.startswith("baseline-s") or run not in bench.get("curves", {}):
+        raise BenchmarkError(f"{results_file} has no baseline run {run!r} (its runs: "
+                             f"{sorted(bench.get('curves', {}))})")
+    seed = int(run[len("baseline-s"):])
+    per_seed = next(s for s in bench["per_seed"] if s["seed"] == seed)
+    summary = target / "summary.json"
+    rows = json.loads(summary.read_text()) if summary.exists() else []
+    plain = [e for e in rows if (e["corpus"], e["seed"], e["arm"], e["budget_share"]) ==
+             (corpus, seed, report.TARGET_ARM, 1.0)]
+    if not plain:
+        raise BenchmarkError(f"{summary} has no plain fairseq at B of {corpus}, seed {seed}: "
+                             "merge that run first (its updates and loss floor are needed)")
+    end, plain = bench["curves"][run][-1], plain[0]
+    floor = plain["valid_loss"] - plain["valid_reducible_loss"]  # the same corpus and criterion
+    entry = {"corpus": corpus, "seed": seed, "arm": "plain-inverse-sqrt",
+             "budget_share": round(end["updates"] / plain["updates"], 4),
+             "valid_loss": end["valid_loss"],
+             "valid_reducible_loss": round(end["valid_loss"] - floor, 4),
+             "bleu": per_seed["bleu_baseline"], "boss_tokens": end["boss_tokens"],
+             "updates": end["updates"], "wall_s": end["wall"],
+             "other_cpu_share": per_seed.get("other_cpu_share_baseline"),
+             "bleu_signature": None,  # scripts/benchmark.py kept it in its run folder only
+             "run": str(results_file)}
+    name = report.run_name("plain-inverse-sqrt", entry["budget_share"], seed)
+    report.record_run(target, name, entry, bench["command"], bench["curves"][run])
+    return entry
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="example:\n" + __doc__.split("\n\n")[2],
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("source", type=Path, help="the --results folder the run was written to")
+    p.add_argument("source", type=Path, help="the --results folder the run was written to, "
+                   "or a results.json of scripts/benchmark.py (its plain baseline)")
     p.add_argument("corpus", help="the run's --corpus (its runs-CORPUS.json)")
     p.add_argument("run", help="the run's name, ARM-SHAREB-sSEED (e.g. default-0.85B-s1)")
     p.add_argument("--to", type=Path, default=REPO / "docs" / "results" / "converged",
@@ -58,7 +96,13 @@ def main(argv=None):
     p.add_argument("--as-corpus", help="enter the run under this corpus name")
     p.add_argument("--as-arm", help="enter the run under this arm name")
     a = p.parse_args(argv)
-    entry = merge_run(a.source, a.corpus, a.run, a.to, a.as_corpus, a.as_arm)
+    if a.source.is_file():
+        if a.as_corpus or a.as_arm:
+            p.error("--as-corpus/--as-arm: not for a benchmark's results.json (its baseline "
+                    "is entered as plain-inverse-sqrt of CORPUS)")
+        entry = bench_baseline(a.source, a.corpus, a.run, a.to)
+    else:
+        entry = merge_run(a.source, a.corpus, a.run, a.to, a.as_corpus, a.as_arm)
     print(f"merged into {a.to}: {json.dumps(entry)}")
 
 

@@ -196,6 +196,35 @@ def test_a_run_trained_elsewhere_merges_under_another_name(tmp_path):
         merge_run.merge_run(source, "odd", "odd-run", target, as_arm="plain-checked")
 
 
+def test_a_benchmark_baseline_enters_as_the_inverse_sqrt_arm(tmp_path):
+    """scripts/benchmark.py's plain baseline becomes plain-inverse-sqrt: its last validation,
+    its share of plain fairseq at B's updates, and the reducible loss by that run's floor;
+    without plain fairseq at B in the target, an error says to merge it first."""
+    target = tmp_path / "converged"
+    curve = [{"epoch": e, "updates": 130 * e, "boss_tokens": 1000 * e, "valid_loss": 6.0 - e,
+              "wall": 60.0 * e} for e in (1, 2, 3)]
+    bench = tmp_path / "results.json"
+    bench.write_text(json.dumps({"curves": {"baseline-s1": curve, "autoassist-s1": curve},
+                                 "per_seed": [{"seed": 1, "bleu_baseline": 36.5,
+                                               "other_cpu_share_baseline": 0.01}],
+                                 "command": ["scripts/benchmark.py", "--seed", "1"]}))
+    with pytest.raises(BenchmarkError, match="no plain fairseq at B of multi30k, seed 1"):
+        merge_run.bench_baseline(bench, "multi30k", "baseline-s1", target)
+    plain = dict(entry("plain", 1.0, 3.1, 37.0, corpus="multi30k"), updates=360,
+                 valid_reducible_loss=1.3)
+    report.merge_summary(target / "summary.json", [plain])
+    got = merge_run.bench_baseline(bench, "multi30k", "baseline-s1", target)
+    assert (got["arm"], got["budget_share"], got["valid_loss"], got["bleu"]) == \
+        ("plain-inverse-sqrt", round(390 / 360, 4), 3.0, 36.5)
+    assert got["valid_reducible_loss"] == pytest.approx(3.0 - (3.1 - 1.3))
+    assert got["boss_tokens"] == 3000
+    rows = json.loads((target / "summary.json").read_text())
+    assert [r["arm"] for r in rows] == ["plain", "plain-inverse-sqrt"]
+    assert "| multi30k | 1 | plain-inverse-sqrt | 1.08 |" in (target / "README.md").read_text()
+    with pytest.raises(BenchmarkError, match="no baseline run 'autoassist-s1'"):
+        merge_run.bench_baseline(bench, "multi30k", "autoassist-s1", target)
+
+
 def test_readme_table_is_rewritten_between_its_markers_only(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("# Converged\n\n## Oracle curve\n\nkept text\n")
