@@ -37,8 +37,9 @@ signals catch part of that:
   (:data:`DIGITS_MIN_DIFFERENT`, :data:`DIGITS_SHARE`, :data:`DIGITS_ONE_SIDE`).
 
 The script check (:mod:`.scripts`) finds a side in an alphabet its language does not use;
-the opt-in lexical check (:mod:`.lexical`) asks for word-for-word correspondence, the opt-in
-langid check (:mod:`.langid_check`) a pretrained identifier of 140 languages. Which checks
+the opt-in lexical check (:mod:`.lexical`) asks for word-for-word correspondence, the langid
+check (:mod:`.langid_check`; on by default where py3langid is installed) a pretrained
+identifier of 140 languages. Which checks
 run and their bars: :mod:`.check_settings` (re-exported here).
 """
 
