@@ -10,6 +10,10 @@ processes used meanwhile (/proc/stat).
         --code before=/work/wt/before --code after=. \\
         --pair-checks language,unrelated,digits,script \\
         --pair-checks language,unrelated,digits,script,langid --rounds 2 --out F.json
+
+``--pair-checks default`` runs each tree's own default checks, so that code from before the
+checks' options (whose command writes into its data folder: it gets a folder of links to
+DATA's files) can be timed against today's.
 """
 
 import argparse
@@ -30,13 +34,33 @@ _BUILD = re.compile(r"nonzeros in ([0-9.]+)s")
 _THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+def build_command(tree: str, data: str, out: str, src: str, tgt: str, checks: str):
+    """The ``autoassist-features`` command of the code in *tree*, writing under the folder
+    *out*. *checks* ``default``: the tree's own default checks (no ``--pair-checks``). A tree
+    whose command has no ``--prefix`` (before the checks' options: it writes into its data
+    folder) builds in *out*, which is given links to DATA's files."""
+    with open(os.path.join(tree, "autoassist_fairseq", "features", "build.py"),
+              encoding="utf-8") as f:
+        has_prefix = '"--prefix"' in f.read()
+    if has_prefix:
+        cmd = [data, "--prefix", os.path.join(out, "f")]
+    else:
+        for name in os.listdir(data):
+            if name.endswith((".bin", ".idx", ".txt")):
+                os.symlink(os.path.abspath(os.path.join(data, name)), os.path.join(out, name))
+        cmd = [out]
+    if checks != "default":
+        cmd += ["--pair-checks", checks]
+    return [sys.executable, "-m", "autoassist_fairseq.features.build", *cmd, "-s", src,
+            "-t", tgt]
+
+
 def time_build(tree: str, data: str, src: str, tgt: str, checks: str,
                threads: int = 0) -> dict:
     """One ``autoassist-features`` run of the code in *tree* (its folder first on the path);
     *threads* > 0 caps its BLAS threads."""
     with tempfile.TemporaryDirectory(prefix="aa-ftime-") as out:
-        cmd = [sys.executable, "-m", "autoassist_fairseq.features.build", data, "-s", src,
-               "-t", tgt, "--prefix", os.path.join(out, "f"), "--pair-checks", checks]
+        cmd = build_command(tree, data, out, src, tgt, checks)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         busy, wall = machine_busy_seconds(), time.perf_counter()
         env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
@@ -64,7 +88,8 @@ def main(argv=None):
     p.add_argument("--code", action="append", default=[], metavar="NAME=DIR",
                    help="a code tree to time (repeatable; default: this checkout)")
     p.add_argument("--pair-checks", action="append", required=True,
-                   help="a --pair-checks value to time (repeatable)")
+                   help="a --pair-checks value to time (repeatable); 'default': each "
+                        "tree's own default checks, also of code before the option")
     p.add_argument("--rounds", type=int, default=2, help="runs of each arm (default 2)")
     p.add_argument("--threads", type=int, default=0,
                    help="cap each run's BLAS threads (default: the libraries' own); 1 keeps "

@@ -25,6 +25,28 @@ def test_each_arm_is_timed_in_turn_with_the_other_cpu(tiny_data, tmp_path):
             assert 0 <= r["other_cpu_share"] <= 1
 
 
+def test_code_from_before_the_options_builds_in_a_folder_of_links(tmp_path):
+    """A tree whose autoassist-features has no --prefix writes into its data folder: it
+    gets a folder of links to the data's files instead; 'default' passes no --pair-checks."""
+    from research.features_time import build_command
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir(), out.mkdir()
+    for name in ("train.a-b.a.bin", "train.a-b.a.idx", "dict.a.txt", "notes.log"):
+        (data / name).write_text(name)
+    old = tmp_path / "old" / "autoassist_fairseq" / "features"
+    old.mkdir(parents=True)
+    (old / "build.py").write_text('parser.add_argument("data_dir")\n')
+    cmd = build_command(str(tmp_path / "old"), str(data), str(out), "a", "b", "default")
+    assert cmd[3:] == [str(out), "-s", "a", "-t", "b"]
+    assert sorted(p.name for p in out.iterdir()) == ["dict.a.txt", "train.a-b.a.bin",
+                                                     "train.a-b.a.idx"]
+    assert (out / "train.a-b.a.bin").resolve() == data / "train.a-b.a.bin"
+    new = build_command(REPO, str(data), str(tmp_path), "a", "b", "digits")
+    assert new[3:] == [str(data), "--prefix", str(tmp_path / "f"), "--pair-checks", "digits",
+                       "-s", "a", "-t", "b"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--code", "x=/nonexistent"], "a checkout of this repository"),
     (["--rounds", "0"], "at least 1"),
