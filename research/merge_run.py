@@ -11,7 +11,8 @@ fairseq on a filtered corpus as an arm of the unfiltered corpus it is compared w
     python -m research.merge_run /root/aa-work/converged/results-A multi30k-noisy-checked \\
         plain-0.70B-s1 --as-corpus multi30k-noisy --as-arm plain-checked
 
-A SOURCE that is a ``results.json`` of ``scripts/benchmark.py`` enters that benchmark's plain
+A SOURCE that is a ``results.json`` of ``research.bench`` (or of ``scripts/benchmark.py``
+before it) enters that benchmark's plain
 baseline (RUN ``baseline-sSEED``: the config's own schedule, inverse_sqrt) as the arm
 ``plain-inverse-sqrt``: its last validation, its BLEU, its Boss tokens, and the reducible loss
 with the floor of plain fairseq at B of the same corpus and seed, already in the target.
@@ -51,14 +52,22 @@ def merge_run(source: Path, corpus: str, run: str, target: Path, as_corpus=None,
 
 
 def bench_baseline(results_file: Path, corpus: str, run: str, target: Path) -> dict:
-    """Enter the plain baseline *run* (``baseline-sSEED``) of a ``scripts/benchmark.py``
-    results.json into TARGET as ``plain-inverse-sqrt``; returns its summary entry."""
+    """Enter the plain baseline *run* (``baseline-sSEED``) of a ``research.bench`` (or
+    ``scripts/benchmark.py``) results.json into TARGET as ``plain-inverse-sqrt``; returns its
+    summary entry. Its BLEU is the benchmark's own (scripts/benchmark.py scored
+    ``checkpoint_best.pt``)."""
     bench = json.loads(results_file.read_text())
     if not run.startswith("baseline-s") or run not in bench.get("curves", {}):
         raise BenchmarkError(f"{results_file} has no baseline run {run!r} (its runs: "
                              f"{sorted(bench.get('curves', {}))})")
     seed = int(run[len("baseline-s"):])
-    per_seed = next(s for s in bench["per_seed"] if s["seed"] == seed)
+    rows = [s for s in bench.get("per_seed", []) if s.get("seed") == seed]
+    if not rows:
+        raise BenchmarkError(f"{results_file} has no per-seed figures of seed {seed}")
+    # research.bench keeps a seed's figures per arm; scripts/benchmark.py, before it, flat
+    baseline = rows[0].get("arms", {}).get("baseline", {})
+    bleu = rows[0].get("bleu_baseline", baseline.get("final_bleu"))
+    other_cpu = rows[0].get("other_cpu_share_baseline", baseline.get("other_cpu_share"))
     summary = target / "summary.json"
     rows = json.loads(summary.read_text()) if summary.exists() else []
     plain = [e for e in rows if (e["corpus"], e["seed"], e["arm"], e["budget_share"]) ==
@@ -72,9 +81,9 @@ def bench_baseline(results_file: Path, corpus: str, run: str, target: Path) -> d
              "budget_share": round(end["updates"] / plain["updates"], 4),
              "valid_loss": end["valid_loss"],
              "valid_reducible_loss": round(end["valid_loss"] - floor, 4),
-             "bleu": per_seed["bleu_baseline"], "boss_tokens": end["boss_tokens"],
+             "bleu": bleu, "boss_tokens": end["boss_tokens"],
              "updates": end["updates"], "wall_s": end["wall"],
-             "other_cpu_share": per_seed.get("other_cpu_share_baseline"),
+             "other_cpu_share": other_cpu,
              "bleu_signature": None,  # scripts/benchmark.py kept it in its run folder only
              "run": str(results_file)}
     name = report.run_name("plain-inverse-sqrt", entry["budget_share"], seed)
@@ -88,7 +97,7 @@ def main(argv=None):
         epilog="example:\n" + __doc__.split("\n\n")[2],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", type=Path, help="the --results folder the run was written to, "
-                   "or a results.json of scripts/benchmark.py (its plain baseline)")
+                   "or a results.json of research.bench (its plain baseline)")
     p.add_argument("corpus", help="the run's --corpus (its runs-CORPUS.json)")
     p.add_argument("run", help="the run's name, ARM-SHAREB-sSEED (e.g. default-0.85B-s1)")
     p.add_argument("--to", type=Path, default=REPO / "docs" / "results" / "converged",

@@ -345,3 +345,8 @@ def test_losses_of_several_checkpoints_of_one_name_go_to_files_of_their_own():
     assert diagnose.losses_paths(None, ["a.pt", "b.pt"]) == [None, None]
     with pytest.raises(diagnose.DiagnosisError, match="given twice"):
         diagnose.losses_paths("l.npz", ["c/checkpoint1.pt", "./c/checkpoint1.pt"])
+    # names alike in every folder (they differ in a suffix or a dot): numbered, not a hang
+    assert diagnose.losses_paths("l.npz", ["x/model.pt", "x/model.bin", "/r/a/b.pt",
+                                           "/r/a.b.pt", "/q/b.pt"]) == \
+        ["l.model.1.npz", "l.model.2.npz", "l.b.npz", "l.a.b.npz", "l.q.b.npz"]
+    assert diagnose.losses_paths("l.npz", ["/ck.pt", "/a/ck.pt"]) == ["l.ck.npz", "l.a.ck.npz"]

@@ -223,6 +223,15 @@ def test_a_benchmark_baseline_enters_as_the_inverse_sqrt_arm(tmp_path):
     assert "| multi30k | 1 | plain-inverse-sqrt | 1.08 |" in (target / "README.md").read_text()
     with pytest.raises(BenchmarkError, match="no baseline run 'autoassist-s1'"):
         merge_run.bench_baseline(bench, "multi30k", "autoassist-s1", target)
+    # research.bench's results.json: a seed's figures per arm
+    bench.write_text(json.dumps({"curves": {"baseline-s1": curve, "baseline-s2": curve},
+                                 "per_seed": [{"seed": 1, "arms": {"baseline": {
+                                     "final_bleu": 36.9, "other_cpu_share": 0.2}}}],
+                                 "command": ["-m", "research.bench"]}))
+    got = merge_run.bench_baseline(bench, "multi30k", "baseline-s1", target)
+    assert (got["bleu"], got["other_cpu_share"]) == (36.9, 0.2)
+    with pytest.raises(BenchmarkError, match="no per-seed figures of seed 2"):
+        merge_run.bench_baseline(bench, "multi30k", "baseline-s2", target)
 
 
 def test_readme_table_is_rewritten_between_its_markers_only(tmp_path):

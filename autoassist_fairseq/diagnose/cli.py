@@ -68,15 +68,19 @@ def losses_paths(losses_out, checkpoints):
     twice = sorted({c for c, p in zip(checkpoints, paths) if paths.count(p) > 1})
     if twice:
         raise DiagnosisError(f"checkpoint {twice[0]} given twice: give each once")
-    parts = [os.path.splitext(p)[0].split(os.sep)[::-1] for p in paths]
+    parts = [[q for q in os.path.splitext(p)[0].split(os.sep) if q][::-1] for p in paths]
     depth = [1] * len(parts)
+    whole = [".".join(reversed(q)) for q in parts]  # alike for x/model.pt and x/model.bin
     while True:
         names = [".".join(reversed(q[:d])) for q, d in zip(parts, depth)]
-        clash = [i for i, n in enumerate(names) if names.count(n) > 1]
-        if not clash:
+        grow = [i for i, n in enumerate(names) if names.count(n) > 1 and
+                depth[i] < len(parts[i]) and whole.count(whole[i]) == 1]
+        if not grow:
             break
-        for i in clash:
+        for i in grow:
             depth[i] += 1
+    # still one name (x/model.pt and x/model.bin): the checkpoint's place in the list added
+    names = [f"{n}.{i + 1}" if names.count(n) > 1 else n for i, n in enumerate(names)]
     stem, ext = os.path.splitext(losses_out)
     return [f"{stem}.{name}{ext or '.npz'}" for name in names]
 

@@ -10,8 +10,8 @@ Invariant: a side is flagged only when, over the words it does not share with th
 the identifier scores some language other than the side's own above the side's own language
 by more than the bar (:data:`LANGID_BAR`, nats of naive Bayes log-likelihood). The side is
 read as a bag of those words: the identifier's byte n-gram counts of each word, walked on its
-own between two spaces, summed (each distinct word is walked once per side and batch of
-:data:`_PAIRS` pairs). Words found on
+own between two spaces, summed (each distinct word of either side is walked once per batch
+of :data:`_PAIRS` pairs). Words found on
 both sides (names, brands, codes, copied phrases) and words with digits are left out first,
 as the other checks leave out shared subwords: a product line "Hostel Condado de Miranda" /
 "Gästehaus Condado de Miranda" is judged on "Hostel" and "Gästehaus" alone. ``zxx`` (no
