@@ -1,6 +1,7 @@
 """research.features_time: autoassist-features timed per code tree and check set."""
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,6 +46,27 @@ def test_code_from_before_the_options_builds_in_a_folder_of_links(tmp_path):
     new = build_command(REPO, str(data), str(tmp_path), "a", "b", "digits")
     assert new[3:] == [str(data), "--prefix", str(tmp_path / "f"), "--pair-checks", "digits",
                        "-s", "a", "-t", "b"]
+
+
+def test_a_corpus_repeated_holds_its_pairs_in_order_each_time(tiny_data, tmp_path):
+    from fairseq.data.indexed_dataset import MMapIndexedDataset
+
+    out = tmp_path / "x3"
+    proc = run([sys.executable, "-m", "research.repeat_corpus", tiny_data, "-s", "src",
+                "-t", "tgt", "--times", "3", "--out", out], cwd=REPO)
+    assert f"{out}: 1800 pairs" in proc.stdout
+    for lang in ("src", "tgt"):
+        one = MMapIndexedDataset(f"{tiny_data}/train.src-tgt.{lang}")
+        three = MMapIndexedDataset(f"{out}/train.src-tgt.{lang}")
+        assert len(three) == 3 * len(one) == 1800
+        for i in (0, 599):
+            assert three[i].tolist() == three[i + 600].tolist() == three[i + 1200].tolist() \
+                == one[i].tolist()
+        assert (out / f"dict.{lang}.txt").read_text() == \
+            (Path(tiny_data) / f"dict.{lang}.txt").read_text()
+    bad = run([sys.executable, "-m", "research.repeat_corpus", tiny_data, "-s", "src",
+               "-t", "nope", "--times", "2", "--out", tmp_path / "y"], cwd=REPO, check=False)
+    assert bad.returncode != 0 and "train.src-nope.src.bin not found" in bad.stderr
 
 
 @pytest.mark.parametrize("args, message", [
