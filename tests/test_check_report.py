@@ -107,10 +107,29 @@ def test_report_scores_each_check_on_the_labelled_pairs(corpus, tmp_path):
     check_report.cli_main([str(labelled), "--clean", str(path / "clean"), "--src", "en",
                            "--tgt", "de", "--out", str(out), "--share", "0.25",
                            "--bpe-size", "300", "--workdir", str(tmp_path),
-                           "--pair-checks", "language,unrelated"])
+                           "--pair-checks", "language,unrelated",
+                           "--pairs-out", str(tmp_path / "pairs.tsv.gz")])
     fewer = json.loads(out.read_text())
     assert "digits" not in fewer["flag_rate"]
     assert fewer["flag_rate"]["union"]["A"] < rate["union"]["A"]
+    # --pairs-out: every labelled pair in the file's order, with what flagged it
+    with gzip.open(labelled, "rt", encoding="utf-8") as f:
+        given = [line.rstrip("\n").split("\t") for line in f][1:]
+    with gzip.open(tmp_path / "pairs.tsv.gz", "rt", encoding="utf-8") as f:
+        header, *pairs = [line.rstrip("\n").split("\t") for line in f]
+    assert header == ["row", "label", "dropped", "language_flag", "unrelated_flag",
+                      "language_score", "unrelated_score", "union_flag", "union_score",
+                      "bicleaner", "en", "de"]
+    assert [p[0] for p in pairs] == [str(i) for i in range(300)]
+    assert [(p[1], p[-2], p[-1], float(p[9])) for p in pairs] == \
+        [(g[3], g[1], g[2], pytest.approx(float(g[5]), abs=1e-4)) for g in given]
+    for label in ("V", "A", "L"):
+        mine = [p for p in pairs if p[1] == label]
+        assert np.mean([p[7] == "1" for p in mine]) == pytest.approx(
+            fewer["flag_rate"]["union"][label])
+        assert all(p[3] == "" for p in mine if p[2] == "1")  # dropped: no check reached
+        assert np.mean([p[3] == "1" for p in mine if p[2] == "0"]) == pytest.approx(
+            fewer["flag_rate"]["language"][label])
 
 
 def test_report_refuses_bad_input_with_the_fix(corpus, tmp_path, caplog):

@@ -313,6 +313,35 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
     }
 
 
+def write_pairs(path, row, labels, dropped, flags, scores, union, bicleaner, src_lines,
+                tgt_lines, langs) -> None:
+    """Every labelled pair, in the labelled file's order, as a TSV (gzip where *path* ends
+    in ``.gz``): its row, label, whether the cleaning dropped it, each check's flag and score
+    (empty where it did not reach the checks), the union's flag and score, Bicleaner's score
+    and the two sides: what a check flags, to read."""
+    names = sorted(flags)
+    union_flag = flagged_union(dropped, flags)
+    opener = gzip.open if path.endswith(".gz") else open
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+
+    def number(x):
+        return "" if x is None or np.isnan(x) else f"{x:.4g}"
+
+    with opener(path, "wt", encoding="utf-8") as f:
+        f.write("\t".join(["row", "label", "dropped", *[f"{n}_flag" for n in names],
+                           *[f"{n}_score" for n in names], "union_flag", "union_score",
+                           "bicleaner", *langs]) + "\n")
+        for i in np.flatnonzero(row >= 0)[np.argsort(row[row >= 0], kind="stable")]:
+            reached = not dropped[i]
+            f.write("\t".join([
+                str(row[i]), labels[i], str(int(dropped[i])),
+                *[str(int(flags[n][i])) if reached else "" for n in names],
+                *[number(scores[n][i]) if reached else "" for n in names],
+                str(int(union_flag[i])), number(union[i]) if reached else "",
+                "" if bicleaner is None else number(bicleaner[i]),
+                src_lines[i].replace("\t", " "), tgt_lines[i].replace("\t", " ")]) + "\n")
+
+
 def check_report(args) -> dict:
     labelled = read_labelled(args.labelled, args.src, args.tgt)
     clean_src, clean_tgt = read_clean(args.clean, args.src, args.tgt)
@@ -345,6 +374,9 @@ def check_report(args) -> dict:
         bicleaner[row >= 0] = labelled["bicleaner"][row[row >= 0]]
     out = report(labels, dropped, flags, scores, union_scores, bicleaner,
                  half=np.where(row >= 0, row % 2, -1))
+    if args.pairs_out:
+        write_pairs(args.pairs_out, row, labels, dropped, flags, scores, union_scores["union"],
+                    bicleaner, src_lines, tgt_lines, (args.src, args.tgt))
     if args.bootstrap:
         union = flagged_union(dropped, flags)
         drawn = np.flatnonzero(row >= 0)  # a new labelled sample; the clean pairs stay
@@ -405,6 +437,9 @@ def get_parser() -> argparse.ArgumentParser:
                              "(0: none; default: 1000)")
     parser.add_argument("--workdir", default=None,
                         help="folder for the temporary prepared text (default: the system's)")
+    parser.add_argument("--pairs-out", default=None, metavar="TSV",
+                        help="also write every labelled pair with each check's flag and score, "
+                             "the union's, Bicleaner's and its two sides (gzip for .gz)")
     add_settings_arguments(parser)
     return parser
 
