@@ -220,3 +220,30 @@ def test_bad_preparation_and_check_settings_are_refused(corpus, tmp_path, caplog
                                   "--workdir", str(tmp_path), "--bootstrap", "0",
                                   *flags]) == code
     assert message in caplog.text and not out.exists()
+
+
+def test_check_pairs_breaks_the_flags_down_by_label(tmp_path):
+    """research.check_pairs: per label, the combinations of checks that flagged each pair,
+    the pairs sharing half their words, and the words of the side langid judged."""
+    from research import check_pairs
+
+    header = ["row", "label", "dropped", "langid_flag", "language_flag", "langid_score",
+              "language_score", "union_flag", "union_score", "bicleaner", "en", "de"]
+    rows = [["0", "V", "0", "1", "0", "8", "0", "1", "1", "0.5", "Hotels in Zürich (Switzerland)",
+             "Hotels in Zürich (Schweiz)"],
+            ["1", "L", "0", "1", "1", "20", "3", "1", "2", "0.1",
+             "Los niños están jugando en el jardín", "Die Kinder spielen im Garten"],
+            ["2", "V", "0", "0", "0", "-9", "-3", "0", "-1", "0.9", "The old house",
+             "Das alte Haus"],
+            ["3", "V", "1", "", "", "", "", "1", "", "0.2", "a", "b c d e f g"]]
+    path = tmp_path / "pairs.tsv"
+    path.write_text("\n".join("\t".join(r) for r in [header, *rows]) + "\n")
+    got = check_pairs.breakdown(*check_pairs.read_pairs(str(path)), "en", "de")
+    assert got["V"]["pairs"] == 3 and got["V"]["dropped"] == 1
+    assert got["V"]["flagged_by"] == {"langid": 1, "none": 1}
+    assert got["L"]["flagged_by"] == {"langid+language": 1}
+    assert got["V"]["half_words_shared"] == {"reached": 1, "flagged_langid": 1,
+                                             "flagged_language": 0}
+    # the V pair is judged on "(Switzerland)" alone, the Spanish side on all its words
+    assert got["V"]["langid_flagged_side_words"] == {"1": 1}
+    assert got["L"]["langid_flagged_side_words"] == {"5+": 1}

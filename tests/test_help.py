@@ -25,7 +25,7 @@ PYTHON_SCRIPTS = ["clean_corpus.py", "spm_train_encode.py", "launch_cpu_workers.
                   "research.noise_report", "research.oracle_curve", "research.pair_classifier",
                   "research.reducible_from_raw", "research.replay_assistant", "research.copied_outputs",
                   "research.langid_bar", "research.merge_run", "research.features_time",
-                  "research.repeat_corpus",
+                  "research.repeat_corpus", "research.check_pairs",
                   "autoassist_fairseq.features.build:cli_main",
                   "autoassist_fairseq.features.check_report:cli_main",
                   "autoassist_fairseq.features.filter:cli_main"]
