@@ -50,8 +50,8 @@ def main(argv=None):
                                 epilog="example:\n" + __doc__.split("\n\n")[2],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="a folder fairseq-preprocess wrote (its train split is read)")
-    p.add_argument("-s", "--source-lang", required=True)
-    p.add_argument("-t", "--target-lang", required=True)
+    p.add_argument("-s", "--source-lang", required=True, help="source language code of DATA")
+    p.add_argument("-t", "--target-lang", required=True, help="target language code of DATA")
     p.add_argument("--times", type=int, required=True, help="how many copies of the split")
     p.add_argument("--out", required=True, help="the folder to write")
     a = p.parse_args(argv)
