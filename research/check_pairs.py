@@ -11,7 +11,6 @@ Bayes score of those words alone).
         --tgt de --out docs/results/paracrawl/check-pairs-seed0.json
 """
 
-import argparse
 import collections
 import gzip
 import json
@@ -20,6 +19,7 @@ import numpy as np
 
 from autoassist_fairseq.features import langid_check
 from autoassist_fairseq.features.words import unshared_bags
+from research.bench import doc_parser
 
 
 def read_pairs(path):
@@ -77,9 +77,7 @@ def breakdown(rows, header, src_lang, tgt_lang):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                epilog="example:\n" + __doc__.split("\n\n")[2],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__)
     p.add_argument("pairs", help="the --pairs-out TSV of autoassist-check-report")
     p.add_argument("--src", required=True, help="its source column (language code)")
     p.add_argument("--tgt", required=True, help="its target column (language code)")

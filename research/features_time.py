@@ -16,7 +16,6 @@ checks' options (whose command writes into its data folder: it gets a folder of 
 DATA's files) can be timed against today's.
 """
 
-import argparse
 import json
 import os
 import re
@@ -26,6 +25,7 @@ import sys
 import tempfile
 import time
 
+from research.bench import doc_parser
 from research.bench.runs import cpu_share_of_others, machine_busy_seconds
 
 _BUILD = re.compile(r"nonzeros in ([0-9.]+)s")
@@ -79,9 +79,7 @@ def time_build(tree: str, data: str, src: str, tgt: str, checks: str,
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                epilog="example:\n" + __doc__.split("\n\n")[2],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__)
     p.add_argument("data", help="a prepared data directory (its train split)")
     p.add_argument("-s", "--source-lang", required=True, help="source language code of DATA")
     p.add_argument("-t", "--target-lang", required=True, help="target language code of DATA")

@@ -36,7 +36,6 @@ RESULTS/README.md (with each arm's smallest budget share that matches plain at B
 runs' flags and validation curves go to RESULTS/runs-CORPUS.json and curves-CORPUS.png.
 """
 
-import argparse
 import math
 import re
 import shlex
@@ -46,7 +45,7 @@ from pathlib import Path
 
 from research import fixed_budget_report as report
 from research.fixed_budget_report import run_name
-from research.bench import REPO, BenchmarkError
+from research.bench import REPO, BenchmarkError, doc_parser
 from research.bench.budgets import baseline_batches, baseline_tokens_at, budget_updates
 from research.bench.cli import parse_arm
 from research.bench.flags import build_run_args, data_langs, drop_flags, find_config, get_flag, \
@@ -218,9 +217,7 @@ def run_seed(seed, plan, ctx):
 
 
 def parse_cli(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                epilog="example:\n" + __doc__.split("\n\n")[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__, 1)
     p.add_argument("--data", required=True, type=Path, help="prepared data directory")
     p.add_argument("--config", required=True, help="configs/**/NAME.args name, or a path")
     p.add_argument("--corpus", required=True,

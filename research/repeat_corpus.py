@@ -9,12 +9,11 @@ work does not depend on what the pairs say.
         --out /root/aa-work/t4m
 """
 
-import argparse
 import os
 import shutil
 import sys
 
-from research.bench import BenchmarkError
+from research.bench import BenchmarkError, doc_parser
 
 
 def repeat_corpus(data: str, src: str, tgt: str, times: int, out: str) -> int:
@@ -46,9 +45,7 @@ def repeat_corpus(data: str, src: str, tgt: str, times: int, out: str) -> int:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                epilog="example:\n" + __doc__.split("\n\n")[2],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__)
     p.add_argument("data", help="a folder fairseq-preprocess wrote (its train split is read)")
     p.add_argument("-s", "--source-lang", required=True, help="source language code of DATA")
     p.add_argument("-t", "--target-lang", required=True, help="target language code of DATA")

@@ -11,6 +11,7 @@ research.bench``; see its --help). One job per module:
 * ``cli``: the command line.
 """
 
+import argparse
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,3 +21,12 @@ CONFIGS = REPO / "configs"
 
 class BenchmarkError(RuntimeError):
     """A failure the user can act on; the command line prints it without a traceback."""
+
+
+def doc_parser(doc: str, example: int = 2) -> argparse.ArgumentParser:
+    """A research script's parser from its module docstring: the first paragraph describes
+    it, paragraph *example* (a command) is the --help's example."""
+    paragraphs = doc.split("\n\n")
+    return argparse.ArgumentParser(description=paragraphs[0],
+                                   epilog="example:\n" + paragraphs[example],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
