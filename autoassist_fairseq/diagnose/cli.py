@@ -142,8 +142,8 @@ def parse_cli(argv=None):
     p.add_argument("--losses-out", default=None,
                    help="also save each pair's loss, target tokens and the loss floor (numpy "
                         ".npz; several checkpoints: the checkpoint's name before .npz, with its "
-                        "folders where two checkpoints share a name; its folder is made), e.g. to replay the Assistant offline with "
-                        "research/replay_assistant.py")
+                        "folders where two checkpoints share a name; its folder is made), e.g. "
+                        "to replay the Assistant offline with research/replay_assistant.py")
     p.add_argument("--reference-share", type=float, default=REFERENCE_SHARE,
                    help="token share the oracle skips for the verdict (default: 0.35)")
     p.add_argument("--max-density", type=float, default=MAX_DENSITY,
