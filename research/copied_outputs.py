@@ -10,10 +10,11 @@ their source). Each hypothesis file (one line per source line, as ``scripts/eval
 writes ``hyp.CHECKPOINT.SUBSET.TGT``) gets a line: its copies and their share.
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
+
+from research.bench import doc_parser
 
 
 def read_lines(path):
@@ -30,10 +31,7 @@ def copies(sources, hypotheses):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="example:\n" + __doc__.split("\n\n")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__, 1)
     p.add_argument("--source", required=True, help="the source side of the translated subset")
     p.add_argument("hypotheses", nargs="+", help="detokenised hypothesis files, a line each")
     p.add_argument("--json", action="store_true", help="one JSON object instead of lines")

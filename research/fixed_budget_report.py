@@ -10,12 +10,11 @@ loss over the last fifth of training (the loss at 0.8 x its updates, linear betw
 validations, against its loss there) and the budgets that count as converged.
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-from research.bench import BenchmarkError
+from research.bench import BenchmarkError, doc_parser
 from research.bench.logs import parse_log
 from research.bench.metrics import value_at
 
@@ -225,10 +224,7 @@ def plot_runs(runs, path):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="example:\n" + __doc__.split("\n\n")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__, 1)
     p.add_argument("--measure-budget", required=True, type=Path,
                    help="a benchmark results.json or a fairseq train.log of a plain run")
     p.add_argument("--curve", default="baseline-s1", help="the curve of a results.json")

@@ -15,7 +15,6 @@ scores.
         --out docs/results/paracrawl/langid-bar-clean.json
 """
 
-import argparse
 import dataclasses
 import json
 import time
@@ -26,6 +25,7 @@ from autoassist_fairseq.features.check_report import read_clean
 from autoassist_fairseq.features.langid_check import langid_scores
 from autoassist_fairseq.features.pair_checks import flagged
 from autoassist_fairseq.features.store import FeatureStore
+from research.bench import doc_parser
 
 BARS = (3.0, 4.0, 5.0, 6.0, 7.0, 8.0)
 PERCENTILES = (99.0, 99.5, 99.8, 99.9)
@@ -59,10 +59,7 @@ def union_table(prefix: str, bars=BARS) -> dict:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="example:\n" + __doc__.split("\n\n")[2],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__)
     p.add_argument("--corpus", action="append", default=[], metavar="NAME=PREFIX",
                    help="a clean corpus: its name and the prefix of its two sides (repeatable)")
     p.add_argument("--features", action="append", default=[], metavar="NAME=PREFIX",

@@ -18,13 +18,12 @@ baseline (RUN ``baseline-sSEED``: the config's own schedule, inverse_sqrt) as th
 with the floor of plain fairseq at B of the same corpus and seed, already in the target.
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from research import fixed_budget_report as report
-from research.bench import REPO, BenchmarkError
+from research.bench import REPO, BenchmarkError, doc_parser
 
 
 def merge_run(source: Path, corpus: str, run: str, target: Path, as_corpus=None,
@@ -92,10 +91,7 @@ def bench_baseline(results_file: Path, corpus: str, run: str, target: Path) -> d
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="example:\n" + __doc__.split("\n\n")[2],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__)
     p.add_argument("source", type=Path, help="the --results folder the run was written to, "
                    "or a results.json of research.bench (its plain baseline)")
     p.add_argument("corpus", help="the run's --corpus (its runs-CORPUS.json)")

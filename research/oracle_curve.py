@@ -15,12 +15,12 @@ OUT.png (one plot: the shares against data passes, with the verdict's bound, the
 bound times the token share, below which skipping pays) and OUT.md (a Markdown table).
 """
 
-import argparse
 import json
 import os
 import sys
 
 from autoassist_fairseq.diagnose import curve_row
+from research.bench import doc_parser
 
 
 def read_curve(path):
@@ -89,10 +89,7 @@ def plot(curves, share, max_density, path):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="example:\n" + __doc__.split("\n\n")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__, 1)
     p.add_argument("--curve", action="append", required=True, metavar="CORPUS=FILE[,FILE...]",
                    help="a corpus name and autoassist-diagnose files of its checkpoints "
                         "(repeatable)")

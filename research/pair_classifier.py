@@ -61,7 +61,6 @@ clean pairs that bar flags, and the flag rates at the bar that flags no clean co
 than the union does.
 """
 
-import argparse
 import json
 import tempfile
 
@@ -82,6 +81,7 @@ from autoassist_fairseq.features import lexical
 from autoassist_fairseq.features.pair_checks import (check_scores, digit_scores, flagged,
                                                      pair_checks)
 from autoassist_fairseq.features.scripts import script_scores
+from research.bench import doc_parser
 
 GROUPS = {"language": [0, 1, 2, 3], "lsi": [4], "digits": [5, 6, 7, 8], "length": [9, 10, 11],
           "shared": [12], "punct": [13, 14], "script": [15], "lexical": [16, 17]}
@@ -578,10 +578,7 @@ def measure_calibrated(args) -> dict:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="example:\n" + __doc__.split("\n\n")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = doc_parser(__doc__, 1)
     parser.add_argument("--seed", type=int, default=0, help="of the mix, folds and negatives")
     parser.add_argument("--data", default="/work/shared/data", help="the shared data folder")
     parser.add_argument("--workdir", default=None, help="folder for the prepared text")

@@ -14,10 +14,10 @@ losses.label_smoothing_floor(0.1, 7824), Multi30k's (Tatoeba's 7,960 types give 
 0.002 more).
 """
 
-import argparse
 import json
 
 from autoassist_fairseq.losses import label_smoothing_floor
+from research.bench import doc_parser
 
 
 def reducible_share(raw_share, token_share, mean_loss, floor):
@@ -26,10 +26,7 @@ def reducible_share(raw_share, token_share, mean_loss, floor):
 
 
 def main():
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="example:\n" + __doc__.split("\n\n")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__, 1)
     p.add_argument("diagnoses", nargs="+", help="diagnosis JSON files (raw-loss shares)")
     p.add_argument("--floor", type=float, default=label_smoothing_floor(0.1, 7824),
                    help="the loss floor in nats (default: label smoothing 0.1, 7,824 types)")

@@ -23,7 +23,6 @@ reports): T_k and the labels 1[loss > T_k] of every rule move with the shift, bu
 relative decline of ``--assistant-noise-min-decline`` does not.
 """
 
-import argparse
 import json
 import os
 import sys
@@ -34,6 +33,7 @@ import numpy as np
 from autoassist_fairseq.assistant import Assistant, AssistantHParams
 from autoassist_fairseq.diagnose import skip_figures
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix
+from research.bench import doc_parser
 
 
 def parse_setting(text):
@@ -108,10 +108,7 @@ def read_losses(paths, reducible):
 
 
 def main():
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="example:\n" + __doc__.split("\n\n")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__, 1)
     p.add_argument("--data", required=True, help="the prepared data directory")
     p.add_argument("-s", "--source-lang", required=True, help="source language")
     p.add_argument("-t", "--target-lang", required=True, help="target language")
