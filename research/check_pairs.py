@@ -37,7 +37,8 @@ def shared_share(src: str, tgt: str) -> float:
 
 
 def langid_bag_sizes(src, tgt, src_lang, tgt_lang):
-    """Per pair, the langid margin of its worse side and that side's unshared words."""
+    """Per pair, the unshared words of the side with the larger langid margin (the side the
+    check judged)."""
     vocabulary, bags = unshared_bags(src, tgt)
     n = len(src)
     scores = langid_check._bag_scores(vocabulary, bags, n)
@@ -45,29 +46,28 @@ def langid_bag_sizes(src, tgt, src_lang, tgt_lang):
                for s, lang in zip(scores, (src_lang, tgt_lang))]
     sizes = [np.bincount(sentence, minlength=n) for sentence, _ in bags]
     first = np.nan_to_num(margins[0], nan=-np.inf) >= np.nan_to_num(margins[1], nan=-np.inf)
-    return np.fmax(*margins), np.where(first, sizes[0], sizes[1])
+    return np.where(first, sizes[0], sizes[1])
 
 
 def breakdown(rows, header, src_lang, tgt_lang):
     checks = [h[:-5] for h in header if h.endswith("_flag") and h != "union_flag"]
     reached = [r for r in rows if r["dropped"] == "0"]
+    half = [shared_share(r[src_lang], r[tgt_lang]) >= 0.5 for r in reached]
     out = {}
     if "langid" in checks:
-        _, size = langid_bag_sizes([r[src_lang] for r in reached], [r[tgt_lang] for r in reached],
-                                   src_lang, tgt_lang)
+        size = langid_bag_sizes([r[src_lang] for r in reached], [r[tgt_lang] for r in reached],
+                                src_lang, tgt_lang)
     for label in sorted({r["label"] for r in rows}):
         mine = [r for r in rows if r["label"] == label]
         combos = collections.Counter(
             "+".join(c for c in checks if r[f"{c}_flag"] == "1") or "none"
             for r in mine if r["dropped"] == "0")
         here = [i for i, r in enumerate(reached) if r["label"] == label]
-        shared = {c: sum(shared_share(reached[i][src_lang], reached[i][tgt_lang]) >= 0.5
-                         for i in here if reached[i][f"{c}_flag"] == "1") for c in checks}
+        shared = {f"flagged_{c}": sum(half[i] for i in here if reached[i][f"{c}_flag"] == "1")
+                  for c in checks}
         entry = {"pairs": len(mine), "dropped": sum(r["dropped"] == "1" for r in mine),
                  "flagged_by": dict(sorted(combos.items())),
-                 "half_words_shared": {"reached": sum(
-                     shared_share(reached[i][src_lang], reached[i][tgt_lang]) >= 0.5
-                     for i in here), **{f"flagged_{c}": v for c, v in shared.items()}}}
+                 "half_words_shared": {"reached": sum(half[i] for i in here), **shared}}
         if "langid" in checks:
             flagged = [i for i in here if reached[i]["langid_flag"] == "1"]
             entry["langid_flagged_side_words"] = dict(sorted(collections.Counter(
