@@ -34,7 +34,8 @@ def repeat_corpus(data: str, src: str, tgt: str, times: int, out: str) -> int:
         shutil.copyfile(os.path.join(data, f"dict.{lang}.txt"),
                         os.path.join(out, f"dict.{lang}.txt"))
         target = os.path.join(out, f"train.{src}-{tgt}.{lang}")
-        vocab = sum(1 for _ in open(os.path.join(data, f"dict.{lang}.txt"), encoding="utf-8"))
+        with open(os.path.join(data, f"dict.{lang}.txt"), encoding="utf-8") as f:
+            vocab = sum(1 for _ in f)
         builder = indexed_dataset.make_builder(target + ".bin", impl="mmap",
                                                vocab_size=vocab + 4)  # + fairseq's specials
         for _ in range(times):

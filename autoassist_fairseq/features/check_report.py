@@ -313,14 +313,13 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
     }
 
 
-def write_pairs(path, row, labels, dropped, flags, scores, union, bicleaner, src_lines,
-                tgt_lines, langs) -> None:
+def write_pairs(path, row, labels, dropped, flags, scores, union_flag, union, bicleaner,
+                src_lines, tgt_lines, langs) -> None:
     """Every labelled pair, in the labelled file's order, as a TSV (gzip where *path* ends
     in ``.gz``): its row, label, whether the cleaning dropped it, each check's flag and score
-    (empty where it did not reach the checks), the union's flag and score, Bicleaner's score
-    and the two sides: what a check flags, to read."""
+    (empty where it did not reach the checks), the union's flag (:func:`flagged_union`) and
+    score, Bicleaner's score and the two sides: what a check flags, to read."""
     names = sorted(flags)
-    union_flag = flagged_union(dropped, flags)
     opener = gzip.open if path.endswith(".gz") else open
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
@@ -374,11 +373,11 @@ def check_report(args) -> dict:
         bicleaner[row >= 0] = labelled["bicleaner"][row[row >= 0]]
     out = report(labels, dropped, flags, scores, union_scores, bicleaner,
                  half=np.where(row >= 0, row % 2, -1))
+    union = flagged_union(dropped, flags)
     if args.pairs_out:
-        write_pairs(args.pairs_out, row, labels, dropped, flags, scores, union_scores["union"],
-                    bicleaner, src_lines, tgt_lines, (args.src, args.tgt))
+        write_pairs(args.pairs_out, row, labels, dropped, flags, scores, union,
+                    union_scores["union"], bicleaner, src_lines, tgt_lines, (args.src, args.tgt))
     if args.bootstrap:
-        union = flagged_union(dropped, flags)
         drawn = np.flatnonzero(row >= 0)  # a new labelled sample; the clean pairs stay
 
         def figures(index):
