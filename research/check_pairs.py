@@ -41,9 +41,9 @@ def langid_bag_sizes(src, tgt, src_lang, tgt_lang):
     check judged)."""
     vocabulary, bags = unshared_bags(src, tgt)
     n = len(src)
-    scores = langid_check._bag_scores(vocabulary, bags, n)
-    margins = [langid_check._margins(s, langid_check.identifier_code(lang))
-               for s, lang in zip(scores, (src_lang, tgt_lang))]
+    margins = langid_check.side_margins(
+        vocabulary, bags, [langid_check.identifier_code(lang) for lang in (src_lang, tgt_lang)], n)
+    margins = [np.full(n, np.nan) if m is None else m for m in margins]
     sizes = [np.bincount(sentence, minlength=n) for sentence, _ in bags]
     first = np.nan_to_num(margins[0], nan=-np.inf) >= np.nan_to_num(margins[1], nan=-np.inf)
     return np.where(first, sizes[0], sizes[1])

@@ -11,8 +11,8 @@ the identifier scores some language other than the side's own above the side's o
 by more than the bar (:data:`LANGID_BAR`, nats of naive Bayes log-likelihood). The side is
 read as a bag of those words: the identifier's byte n-gram counts of each word, walked on its
 own between two spaces, summed (each distinct word of either side is walked once per batch
-of :data:`_PAIRS` pairs). Words found on
-both sides (names, brands, codes, copied phrases) and words with digits are left out first,
+of :data:`_PAIRS` pairs). Words found on both sides (names, brands, codes, copied phrases)
+and words with digits are left out first,
 as the other checks leave out shared subwords: a product line "Hostel Condado de Miranda" /
 "Gästehaus Condado de Miranda" is judged on "Hostel" and "Gästehaus" alone. ``zxx`` (no
 linguistic content) is no language and is not a candidate. A side's language that the
@@ -218,6 +218,15 @@ def _bag_scores(vocabulary: dict, bags, n: int) -> List[np.ndarray]:
         shape=(n, len(used))) @ counts) for sentence, ids in read]
 
 
+def side_margins(vocabulary: dict, bags, owns: Sequence[Optional[str]], n: int):
+    """Per side of :func:`.words.unshared_bags`'s *bags*, its sentences' margins
+    (:func:`_margins` of :func:`_bag_scores`) against its identifier code in *owns*; None for
+    a side whose code is None (a language the identifier does not know)."""
+    known = [(bag, own) for bag, own in zip(bags, owns) if own is not None]
+    scores = iter(_bag_scores(vocabulary, [bag for bag, _ in known], n))
+    return [None if own is None else _margins(next(scores), own) for own in owns]
+
+
 _PAIRS = 250_000  # pairs scored at once: bounds the word arrays of a large corpus
 
 
@@ -226,10 +235,10 @@ def _rows(side: Side, start: int, stop: int) -> Side:
 
 
 def langid_scores(src: Side, tgt: Side, src_lang: str, tgt_lang: str) -> np.ndarray:
-    """Per pair (``float32``), the larger of its two sides' margins (:func:`_margins` of the
-    words of :func:`.words.unshared_bags`, :func:`_bag_scores`); a side whose language the
-    identifier does not know is skipped (logged), and all NaN when neither is known. Each side:
-    its texts, or its subword :class:`.words.Pieces`."""
+    """Per pair (``float32``), the larger of its two sides' margins (:func:`side_margins` of
+    the words of :func:`.words.unshared_bags`); a side whose language the identifier does not
+    know is skipped (logged), and all NaN when neither is known. Each side: its texts, or its
+    subword :class:`.words.Pieces`."""
     if len(src) != len(tgt):
         raise ValueError(f"langid check: {len(src)} source sentences against "
                          f"{len(tgt)} target sentences")
@@ -244,10 +253,9 @@ def langid_scores(src: Side, tgt: Side, src_lang: str, tgt_lang: str) -> np.ndar
     for start in range(0, len(src), _PAIRS):
         stop = min(start + _PAIRS, len(src))
         vocabulary, bags = unshared_bags(_rows(src, start, stop), _rows(tgt, start, stop))
-        known = [(bag, own) for bag, own in zip(bags, owns) if own is not None]
-        scores = _bag_scores(vocabulary, [bag for bag, _ in known], stop - start)
-        for side, (_, own) in zip(scores, known):
-            out[start:stop] = np.fmax(out[start:stop], _margins(side, own))
+        for margins in side_margins(vocabulary, bags, owns, stop - start):
+            if margins is not None:
+                out[start:stop] = np.fmax(out[start:stop], margins)
     return out
 
 
