@@ -39,8 +39,8 @@ signals catch part of that:
 The script check (:mod:`.scripts`) finds a side in an alphabet its language does not use;
 the opt-in lexical check (:mod:`.lexical`) asks for word-for-word correspondence, the langid
 check (:mod:`.langid_check`; on by default where py3langid is installed) a pretrained
-identifier of 140 languages. Which checks
-run and their bars: :mod:`.check_settings` (re-exported here).
+identifier of 140 languages. Which checks run and their bars: :mod:`.check_settings`
+(re-exported here).
 """
 
 from typing import Dict, Optional, Sequence, Tuple
