@@ -11,7 +11,8 @@ SPM = [["\u2581Das", "\u2581Ha", "us", "\u2581ist", "\u2581alt", "."],
        ["\u2581", "12", "\u2581Häuser", "\u2581", "\u2581Ha", "us"],  # lone ▁ pieces
        [],
        ["\u2581Los", "\u2581niños", "\u2581están", "\u2581jug", "ando", "."],
-       ["\u2581Ha", "us", "\u2581Ha", "u", "s"]]  # one word, two piece sequences
+       ["\u2581Ha", "us", "\u2581Ha", "u", "s"],  # one word, two piece sequences
+       ["\u2581Haus", "\u2581Ha", "us", "\u2581"]]  # and one piece
 BPE = [["Das", "Ha@@", "us", "ist", "alt", "."], ["Ha@@", "us@@", "tür"], [], ["Haus"]]
 WORDS = [["Das", "Haus", "."], [], ["Haus", "Haus"]]
 

@@ -99,6 +99,25 @@ def _spell(spelling: Sequence[str], tokens: np.ndarray, starts: np.ndarray,
     return "".join(pieces.tolist()).split("\n")[:-1]
 
 
+def _sequence_ids(spelling: Sequence[str], tokens: np.ndarray, first: np.ndarray,
+                  ends: np.ndarray, vocabulary: dict) -> np.ndarray:
+    """The vocabulary ids of the words of pieces ``tokens[first[i]:ends[i]]``, each distinct
+    piece sequence spelled once."""
+    lengths = ends - first
+    start = np.cumsum(lengths) - lengths  # each word's first piece among the words' pieces
+    position = np.arange(lengths.sum()) - np.repeat(start, lengths)
+    pieces = tokens[np.repeat(first, lengths) + position].astype(np.uint64) + np.uint64(1)
+    # a word is its piece sequence: two polynomial hashes, the second checks the first
+    hashes = []
+    for p in _P:
+        powers = np.cumprod(np.concatenate(([np.uint64(1)], np.full(position.max(), p))))
+        hashes.append(np.add.reduceat(pieces * powers[position], start))
+    _, seen, inverse = np.unique(hashes[0], return_index=True, return_inverse=True)
+    if np.array_equal(hashes[1], hashes[1][seen][inverse]):
+        return word_ids(_spell(spelling, tokens, first[seen], ends[seen]), vocabulary)[inverse]
+    return word_ids(_spell(spelling, tokens, first, ends), vocabulary)  # two share a hash
+
+
 def _piece_words(side: Pieces, vocabulary: dict) -> Tuple[np.ndarray, np.ndarray]:
     tokens, offsets = np.asarray(side.tokens, dtype=np.int64), np.asarray(side.offsets)
     lengths = np.diff(offsets)
@@ -121,20 +140,21 @@ def _piece_words(side: Pieces, vocabulary: dict) -> Tuple[np.ndarray, np.ndarray
     if not len(tokens):
         return sentence, tokens
     first = np.flatnonzero(starts)
-    word = np.cumsum(starts) - 1
-    position = np.arange(len(tokens)) - first[word]
-    # a word is its piece sequence: two polynomial hashes, the second checks the first
-    hashes = []
-    for p in _P:
-        powers = np.cumprod(np.concatenate(([np.uint64(1)], np.full(position.max(), p))))
-        hashes.append(np.add.reduceat((tokens.astype(np.uint64) + np.uint64(1)) *
-                                      powers[position], first))
-    _, seen, inverse = np.unique(hashes[0], return_index=True, return_inverse=True)
     ends = np.append(first[1:], len(tokens))
-    if np.array_equal(hashes[1], hashes[1][seen][inverse]):
-        ids = word_ids(_spell(spelling, tokens, first[seen], ends[seen]), vocabulary)[inverse]
-    else:  # two piece sequences share the first hash: spell every word
-        ids = word_ids(_spell(spelling, tokens, first, ends), vocabulary)
+    single = ends - first == 1
+    ids = np.empty(len(first), dtype=np.int64)
+    # a word of one piece is that piece: its distinct pieces found by a mark over the
+    # dictionary, without a sort (most words of a BPE corpus are one piece)
+    piece = tokens[first[single]]
+    seen_piece = np.zeros(len(side.symbols), dtype=bool)
+    seen_piece[piece] = True
+    distinct = np.flatnonzero(seen_piece)
+    piece_word = np.zeros(len(side.symbols), dtype=np.int64)
+    piece_word[distinct] = word_ids([spelling[i] for i in distinct], vocabulary)
+    ids[single] = piece_word[piece]
+    if not single.all():
+        ids[~single] = _sequence_ids(spelling, tokens, first[~single], ends[~single],
+                                     vocabulary)
     spelt = np.fromiter(map(bool, vocabulary), dtype=bool, count=len(vocabulary))
     keep = spelt[ids]  # a lone "▁" is no word
     return sentence[first][keep], ids[keep]
