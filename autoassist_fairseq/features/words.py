@@ -83,13 +83,20 @@ def _text_words(texts: Sequence[str], vocabulary: dict) -> Tuple[np.ndarray, np.
             word_ids(list(chain.from_iterable(words)), vocabulary))
 
 
+def _word_pieces(starts: np.ndarray, ends: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Where the pieces of words ``starts[i]:ends[i]`` stand in the side's tokens, one word
+    after another, and where each word begins in that list."""
+    lengths = ends - starts
+    begins = np.cumsum(lengths) - lengths
+    return np.repeat(starts - begins, lengths) + np.arange(lengths.sum()), begins
+
+
 def _spell(spelling: Sequence[str], tokens: np.ndarray, starts: np.ndarray,
            ends: np.ndarray) -> List[str]:
     """The words of pieces ``tokens[starts[i]:ends[i]]``, spelled in one join (no piece holds
     a line break: fairseq's dictionaries are whitespace-separated)."""
     lengths = ends - starts
-    at = np.repeat(starts - np.cumsum(np.append(0, lengths[:-1])), lengths) + \
-        np.arange(lengths.sum())
+    at, _ = _word_pieces(starts, ends)
     pieces = np.empty(len(at) + len(starts), dtype=object)
     breaks = np.cumsum(lengths + 1) - 1
     pieces[breaks] = "\n"
@@ -103,15 +110,14 @@ def _sequence_ids(spelling: Sequence[str], tokens: np.ndarray, first: np.ndarray
                   ends: np.ndarray, vocabulary: dict) -> np.ndarray:
     """The vocabulary ids of the words of pieces ``tokens[first[i]:ends[i]]``, each distinct
     piece sequence spelled once."""
-    lengths = ends - first
-    start = np.cumsum(lengths) - lengths  # each word's first piece among the words' pieces
-    position = np.arange(lengths.sum()) - np.repeat(start, lengths)
-    pieces = tokens[np.repeat(first, lengths) + position].astype(np.uint64) + np.uint64(1)
+    at, begins = _word_pieces(first, ends)
+    position = at - np.repeat(first, ends - first)  # of each piece within its word
+    pieces = tokens[at].astype(np.uint64) + np.uint64(1)
     # a word is its piece sequence: two polynomial hashes, the second checks the first
     hashes = []
     for p in _P:
         powers = np.cumprod(np.concatenate(([np.uint64(1)], np.full(position.max(), p))))
-        hashes.append(np.add.reduceat(pieces * powers[position], start))
+        hashes.append(np.add.reduceat(pieces * powers[position], begins))
     _, seen, inverse = np.unique(hashes[0], return_index=True, return_inverse=True)
     if np.array_equal(hashes[1], hashes[1][seen][inverse]):
         return word_ids(_spell(spelling, tokens, first[seen], ends[seen]), vocabulary)[inverse]
