@@ -60,16 +60,16 @@ def bench_baseline(results_file: Path, corpus: str, run: str, target: Path) -> d
         raise BenchmarkError(f"{results_file} has no baseline run {run!r} (its runs: "
                              f"{sorted(bench.get('curves', {}))})")
     seed = int(run[len("baseline-s"):])
-    rows = [s for s in bench.get("per_seed", []) if s.get("seed") == seed]
-    if not rows:
+    figures = next((s for s in bench.get("per_seed", []) if s.get("seed") == seed), None)
+    if figures is None:
         raise BenchmarkError(f"{results_file} has no per-seed figures of seed {seed}")
     # research.bench keeps a seed's figures per arm; scripts/benchmark.py, before it, flat
-    baseline = rows[0].get("arms", {}).get("baseline", {})
-    bleu = rows[0].get("bleu_baseline", baseline.get("final_bleu"))
-    other_cpu = rows[0].get("other_cpu_share_baseline", baseline.get("other_cpu_share"))
+    baseline = figures.get("arms", {}).get("baseline", {})
+    bleu = figures.get("bleu_baseline", baseline.get("final_bleu"))
+    other_cpu = figures.get("other_cpu_share_baseline", baseline.get("other_cpu_share"))
     summary = target / "summary.json"
-    rows = json.loads(summary.read_text()) if summary.exists() else []
-    plain = [e for e in rows if (e["corpus"], e["seed"], e["arm"], e["budget_share"]) ==
+    entries = json.loads(summary.read_text()) if summary.exists() else []
+    plain = [e for e in entries if (e["corpus"], e["seed"], e["arm"], e["budget_share"]) ==
              (corpus, seed, report.TARGET_ARM, 1.0)]
     if not plain:
         raise BenchmarkError(f"{summary} has no plain fairseq at B of {corpus}, seed {seed}: "
