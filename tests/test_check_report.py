@@ -247,3 +247,43 @@ def test_check_pairs_breaks_the_flags_down_by_label(tmp_path):
     # the V pair is judged on "(Switzerland)" alone, the Spanish side on all its words
     assert got["V"]["langid_flagged_side_words"] == {"1": 1}
     assert got["L"]["langid_flagged_side_words"] == {"5+": 1}
+
+
+def test_a_kind_column_gets_flag_rates_per_kind(corpus, tmp_path):
+    """research/add_noise.py --labelled-out names each pair's noise kind: the same figures
+    per kind, over the labelled pairs alone, next to the per-label ones."""
+    path, labelled = corpus
+    with gzip.open(labelled, "rt", encoding="utf-8") as f:
+        header, *rows = [line.rstrip("\n").split("\t") for line in f]
+    kind_of = {"V": lambda i: "clean", "A": lambda i: "other" if i % 2 else "prices",
+               "L": lambda i: "english" if i % 2 else "third"}
+    with_kind = tmp_path / "with-kind.tsv"
+    with_kind.write_text("\t".join(header + ["kind"]) + "\n" + "".join(
+        "\t".join(r + [kind_of[r[3]](i)]) + "\n" for i, r in enumerate(rows)))
+    out = tmp_path / "report.json"
+    code = check_report.cli_main([str(with_kind), "--clean", str(path / "clean"), "--src", "en",
+                                  "--tgt", "de", "--out", str(out), "--share", "0.25",
+                                  "--bpe-size", "300", "--workdir", str(tmp_path),
+                                  "--pair-checks", "language,unrelated,digits",
+                                  "--bootstrap", "0"])
+    assert code == 0
+    report = json.loads(out.read_text())
+    by_kind, counts = report["flag_rate_by_kind"], report["counts_by_kind"]
+    assert set(by_kind) == set(report["flag_rate"])
+    kinds = {"clean", "other", "prices", "english", "third"}
+    assert set(counts) == kinds and sum(c["pairs"] for c in counts.values()) == 300
+    for check, rates in by_kind.items():
+        assert set(rates) == kinds  # no groups, no pairs of the clean corpus
+        reach = "reached_checks" if check not in ("cleaning", "union") else "pairs"
+        for label, parts in (("V", ["clean"]), ("A", ["other", "prices"]),
+                             ("L", ["english", "third"])):
+            n = sum(counts[k][reach] for k in parts)
+            assert sum(rates[k] * counts[k][reach] for k in parts) / n == pytest.approx(
+                report["flag_rate"][check][label]), (check, label)
+    # an English target: the language check finds it; another pair's target: left alone
+    assert by_kind["language"]["english"] > 0.5 > by_kind["language"]["other"], by_kind
+    # without the column the report keeps its layout
+    labels = np.array(["V", "A", "clean", "clean"])
+    plain = check_report.report(labels, np.zeros(4, dtype=bool), {"c": np.ones(4, dtype=bool)},
+                                {"c": np.ones(4)}, {"union": np.ones(4)}, None)
+    assert "flag_rate_by_kind" not in plain and "counts_by_kind" not in plain

@@ -11,6 +11,9 @@ every check on the labelled pairs:
 - ``flag_rate[check][label]``: share of each label's pairs flagged by a check (of those that
   reached the checks; also for the groups ``A+L`` and ``V+F``); ``cleaning`` is the share
   the cleaning step dropped, ``union`` the share dropped or flagged by any check;
+- ``flag_rate_by_kind[check][kind]``, ``counts_by_kind``: the same per value of the labelled
+  file's optional ``kind`` column (e.g. the noise kinds of ``research/add_noise.py
+  --labelled-out``), over the labelled pairs alone;
 - ``precision`` / ``recall`` of the union for noise (``A``, ``L``, ``T``) against valid
   translations (``V``, ``F``);
 - ``auc[name]``: area under the ROC curve of each score for ``V``+``F`` against ``A``+``L``
@@ -83,7 +86,8 @@ def _open(path: str):
 
 
 def read_labelled(path: str, src: str, tgt: str) -> Dict[str, list]:
-    """Columns *src*, *tgt*, ``label`` and (optional) ``bicleaner`` of a labelled TSV."""
+    """Columns *src*, *tgt*, ``label`` and (optional) ``bicleaner`` and ``kind`` of a labelled
+    TSV (``kind``: None where the file has no such column)."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"labelled pairs not found: {path}")
     with _open(path) as f:
@@ -107,8 +111,9 @@ def read_labelled(path: str, src: str, tgt: str) -> Dict[str, list]:
     bicleaner = None
     if "bicleaner" in rows[0]:
         bicleaner = np.array([float(r["bicleaner"]) if r["bicleaner"] else np.nan for r in rows])
+    kind = [(r["kind"] or "").strip() for r in rows] if "kind" in rows[0] else None
     return {"src": [r[src] for r in rows], "tgt": [r[tgt] for r in rows],
-            "label": labels, "bicleaner": bicleaner}
+            "label": labels, "bicleaner": bicleaner, "kind": kind}
 
 
 def _text(prefix: str, lang: str) -> List[str]:
@@ -270,13 +275,11 @@ def key_figures(labels: np.ndarray, union: np.ndarray, union_scores: np.ndarray,
     return out
 
 
-def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray],
-           scores: Dict[str, np.ndarray], union_scores: Dict[str, np.ndarray], bicleaner,
-           half: Optional[np.ndarray] = None) -> dict:
-    """The figures of the module's docstring. *labels*, *dropped*: every labelled pair and the
-    clean pairs; *flags* / *scores*: per check, NaN / False where the pair was dropped;
-    *union_scores*: the union's scores by name, +inf where the pair was dropped; *half*:
-    0 or 1 for the even and odd rows of the labelled file (-1 for the clean pairs)."""
+def flag_rates(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray],
+               groups: Sequence[Sequence[str]] = ()) -> Dict[str, Dict[str, float]]:
+    """``flag_rate[check][label]``: the share of each label's pairs that the cleaning
+    dropped, that a check flagged (of those that reached it) or that either did (``union``);
+    also for each group of labels in *groups* (named by its labels joined by '+')."""
     kinds = sorted(set(labels.tolist()))
     union = flagged_union(dropped, flags)
     flag_rate: Dict[str, Dict[str, float]] = {}
@@ -284,9 +287,29 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
         reached = ~dropped if name not in ("cleaning", "union") else np.ones_like(dropped)
         flag_rate[name] = {k: float(f[(labels == k) & reached].mean())
                            if ((labels == k) & reached).any() else float("nan") for k in kinds}
-        for group in (AUC_NOISE, VALID):  # the goals' groups: A+L, V+F
+        for group in groups:
             pick = np.isin(labels, group) & reached
             flag_rate[name]["+".join(group)] = float(f[pick].mean()) if pick.any() else float("nan")
+    return flag_rate
+
+
+def _counts(labels: np.ndarray, dropped: np.ndarray) -> Dict[str, Dict[str, int]]:
+    return {k: {"pairs": int(np.count_nonzero(labels == k)),
+                "reached_checks": int(np.count_nonzero((labels == k) & ~dropped)),
+                "dropped_by_cleaning": int(np.count_nonzero((labels == k) & dropped))}
+            for k in sorted(set(labels.tolist()))}
+
+
+def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray],
+           scores: Dict[str, np.ndarray], union_scores: Dict[str, np.ndarray], bicleaner,
+           half: Optional[np.ndarray] = None, kinds: Optional[np.ndarray] = None) -> dict:
+    """The figures of the module's docstring. *labels*, *dropped*: every labelled pair and the
+    clean pairs; *flags* / *scores*: per check, NaN / False where the pair was dropped;
+    *union_scores*: the union's scores by name, +inf where the pair was dropped; *half*:
+    0 or 1 for the even and odd rows of the labelled file (-1 for the clean pairs); *kinds*:
+    the labelled file's ``kind`` of each pair (None for the clean pairs), or None."""
+    union = flagged_union(dropped, flags)
+    flag_rate = flag_rates(labels, dropped, flags, (AUC_NOISE, VALID))  # the goals' groups
     goals = key_figures(labels, union, union_scores["union"], bicleaner)
     ranked = dict(union_scores)
     if bicleaner is not None:
@@ -299,18 +322,22 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
         for h, key in ((0, "even_rows"), (1, "odd_rows")):
             other = np.where(half == 1 - h, "other half", labels)
             halves[key] = {name: _auc(other, s) for name, s in ranked.items()}
-    return {
+    out = {
         "flag_rate": flag_rate,
         "precision": goals["precision"],
         "recall": goals["recall"],
         "auc": auc,
         "noise_found_at_valid_share": found,
         "auc_halves": halves,
-        "counts": {k: {"pairs": int(np.count_nonzero(labels == k)),
-                       "reached_checks": int(np.count_nonzero((labels == k) & ~dropped)),
-                       "dropped_by_cleaning": int(np.count_nonzero((labels == k) & dropped))}
-                   for k in kinds},
+        "counts": _counts(labels, dropped),
     }
+    if kinds is not None:  # the labelled pairs alone, per kind
+        pick = np.array([k is not None for k in kinds], dtype=bool)
+        by_kind = np.array([str(k) for k in kinds[pick]])
+        out["flag_rate_by_kind"] = flag_rates(by_kind, dropped[pick],
+                                              {name: f[pick] for name, f in flags.items()})
+        out["counts_by_kind"] = _counts(by_kind, dropped[pick])
+    return out
 
 
 def write_pairs(path, row, labels, dropped, flags, scores, union_flag, union, bicleaner,
@@ -371,8 +398,11 @@ def check_report(args) -> dict:
     if labelled["bicleaner"] is not None:
         bicleaner = np.full(n, np.nan)
         bicleaner[row >= 0] = labelled["bicleaner"][row[row >= 0]]
+    kinds = None
+    if labelled["kind"] is not None:
+        kinds = np.array([labelled["kind"][r] if r >= 0 else None for r in row], dtype=object)
     out = report(labels, dropped, flags, scores, union_scores, bicleaner,
-                 half=np.where(row >= 0, row % 2, -1))
+                 half=np.where(row >= 0, row % 2, -1), kinds=kinds)
     union = flagged_union(dropped, flags)
     if args.pairs_out:
         write_pairs(args.pairs_out, row, labels, dropped, flags, scores, union,
@@ -409,7 +439,8 @@ def get_parser() -> argparse.ArgumentParser:
                "wmt/newstest2012 --src en --tgt de --out report.json")
     parser.add_argument("labelled", help="TSV (plain or .gz) with a header line and columns "
                         "named as --src and --tgt, 'label' (V, F, A, L, T, MT, E) and optional "
-                        "'bicleaner'")
+                        "'bicleaner' and 'kind' (flag rates per kind too, e.g. research/"
+                        "add_noise.py --labelled-out)")
     parser.add_argument("--clean", nargs="+", required=True, metavar="PREFIX",
                         help="clean corpus PREFIX.SRC / PREFIX.TGT (plain or .gz); several are "
                              "pooled")
@@ -475,6 +506,9 @@ def cli_main(argv=None) -> int:
     logger.info(f"wrote {args.out}: union flags " + ", ".join(f"{k} {v:.1%}" for k, v in u.items())
                 + f"; precision {out['precision']:.3f}, recall {out['recall']:.3f}; AUC "
                 + ", ".join(f"{k} {v:.3f}" for k, v in out["auc"].items()))
+    if "flag_rate_by_kind" in out:
+        logger.info("union flags per kind: " + ", ".join(
+            f"{k} {v:.1%}" for k, v in out["flag_rate_by_kind"]["union"].items()))
     return 0
 
 
