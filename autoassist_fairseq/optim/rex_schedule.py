@@ -7,9 +7,9 @@ progress z = t / T in [0, 1], the paper's profile multiplies the peak rate by::
 
     (1 - z) / (1/2 + 1/2 * (1 - z))
 
-(1 at z = 0, 2/3 at z = 1/2, 0 at z = 1), sampled at every iteration, the paper's choice of
-sampling rate. fairseq's cosine and ``polynomial_decay`` give the two schedules it is
-compared with.
+(1 at z = 0, 2/3 at z = 1/2, 0 at z = 1), here sampled at every update. Of the schedules
+the paper compares it with, fairseq has cosine (``--lr-scheduler cosine``) and linear
+(``--lr-scheduler polynomial_decay --power 1``).
 """
 
 from collections.abc import Collection
