@@ -4,7 +4,8 @@ learning rate that decays to zero at the arm's own budget.
 
     python -m research.fixed_budget --data DIR --config NAME --corpus NAME --work DIR
         (--budget-epochs N | --budget-updates N) [--seed S ...] [--arms ARM@SHARE,...]
-        [--schedule cosine|linear|rex] [--rule NAME="ARGS" ...] [--inverse-sqrt-run DIR] [--async] [--skip-bleu]
+        [--schedule cosine|linear|rex] [--rule NAME="ARGS" ...] [--inverse-sqrt-run DIR]
+        [--async] [--skip-bleu]
         [--extra-args "..."] [--assistant-args "..."] [--results DIR]
     python -m research.fixed_budget --measure-budget RESULTS.json|train.log [--curve NAME]
 
