@@ -4,16 +4,20 @@ learning rate that decays to zero at the arm's own budget.
 
     python -m research.fixed_budget --data DIR --config NAME --corpus NAME --work DIR
         (--budget-epochs N | --budget-updates N) [--seed S ...] [--arms ARM@SHARE,...]
-        [--rule NAME="ARGS" ...] [--inverse-sqrt-run DIR] [--async] [--skip-bleu]
+        [--schedule cosine|linear|rex] [--rule NAME="ARGS" ...] [--inverse-sqrt-run DIR]
+        [--async] [--skip-bleu]
         [--extra-args "..."] [--assistant-args "..."] [--results DIR]
     python -m research.fixed_budget --measure-budget RESULTS.json|train.log [--curve NAME]
 
 Arms (ARM@SHARE trains round(SHARE x B) updates, ``--max-update``):
 
-* ``plain``: ``--task translation`` with ``--lr-scheduler cosine``: the config's warm-up
-  (--warmup-updates from --warmup-init-lr) to its peak --lr, then a half cosine down to
-  --min-lr 0 at the arm's --max-update (fairseq's cosine takes its period from
-  --max-update minus the warm-up);
+* ``plain``: ``--task translation`` with the ``--schedule``: the config's warm-up
+  (--warmup-updates from --warmup-init-lr) to its peak --lr, then a decay to 0 at the arm's
+  --max-update. ``cosine`` (default): fairseq's half cosine down to --min-lr 0 (its period
+  is --max-update minus the warm-up); ``linear``: fairseq's ``polynomial_decay --power 1
+  --end-learning-rate 0 --total-num-update`` the arm's --max-update (its warm-up starts
+  from 0: it has no --warmup-init-lr); ``rex``: the plugin's ``--lr-scheduler rex
+  --min-lr 0`` (Chen et al., MLSys 2022);
 * ``default``: ``--task autoassist_translation`` with the plugin's defaults, same schedule;
 * ``random``: the random-skip control, same schedule, at the per-pass token acceptance of
   the ``default`` run at the same share (its "AutoAssist data pass" log lines), which must
@@ -27,11 +31,12 @@ Arms (ARM@SHARE trains round(SHARE x B) updates, ``--max-update``):
 Every Assistant arm runs in deterministic mode (``--assistant-sync``; ``--async`` leaves
 it off). B: ``--budget-epochs N`` is N epochs of fairseq's batches of the train set
 (measured here), ``--budget-updates N`` is N updates. Each run lives in
-WORK/CORPUS/ARM-SHAREB-sSEED (train.log, checkpoints/, cpu.json); rerunning the command
+WORK/CORPUS/ARM-SHAREB-sSEED, with a ``-SCHEDULE`` suffix unless the schedule is cosine
+(train.log, checkpoints/, cpu.json); rerunning the command
 continues unfinished runs from their checkpoint_last.pt and reuses finished ones, so the
 comparison can span several sessions. After each run, its figures (final validation
 loss, its reducible part, test BLEU of checkpoint_last.pt with its sacreBLEU signature,
-Boss tokens, wall, other CPU) are merged into RESULTS/summary.json and the table in
+Boss tokens, wall, other CPU, the schedule) are merged into RESULTS/summary.json and the table in
 RESULTS/README.md (with each arm's smallest budget share that matches plain at B); the
 runs' flags and validation curves go to RESULTS/runs-CORPUS.json and curves-CORPUS.png.
 """
@@ -45,7 +50,7 @@ from pathlib import Path
 
 from research import fixed_budget_report as report
 from research.fixed_budget_report import run_name
-from research.bench import REPO, BenchmarkError, doc_parser
+from research.bench import REPO, USER_DIR, BenchmarkError, doc_parser
 from research.bench.budgets import baseline_batches, baseline_tokens_at, budget_updates
 from research.bench.cli import parse_arm
 from research.bench.flags import build_run_args, data_langs, drop_flags, find_config, get_flag, \
@@ -59,6 +64,10 @@ DEFAULT_ARMS = "plain@1.0,default@0.7,plain@0.7,random@0.7,default@0.55,default@
 RULE_SHARES = (0.55, 0.7, 0.85)
 PLAIN_ARMS = ("plain", "plain-inverse-sqrt", "plain-checked")
 SYNC = ["--assistant-sync"]
+SCHEDULES = ("cosine", "linear", "rex")  # every one decays to 0 at the arm's --max-update
+# the config's schedule flags, replaced by the chosen schedule's
+SCHEDULE_FLAGS = {"--lr-scheduler", "--min-lr", "--lr-period-updates", "--t-mult", "--lr-shrink",
+                  "--end-learning-rate", "--power", "--total-num-update", "--force-anneal"}
 
 
 def parse_arms(text, rules=()):
@@ -80,29 +89,56 @@ def parse_arms(text, rules=()):
     return arms + [(rule, s) for rule in rules if rule not in named for s in RULE_SHARES]
 
 
-def schedule_tokens(config_tokens):
-    """The config with its --lr-scheduler replaced by fairseq's cosine, down to 0 at
-    --max-update; the warm-up (--warmup-updates, --warmup-init-lr) and peak --lr are kept."""
+def schedule_tokens(config_tokens, schedule="cosine", max_update=None):
+    """The config with its --lr-scheduler replaced by *schedule* (one of SCHEDULES), down to
+    0 at --max-update (*max_update*: the arm's, which ``linear`` names again as its
+    --total-num-update); the warm-up (--warmup-updates, and --warmup-init-lr but for
+    ``linear``, whose warm-up starts from 0) and peak --lr are kept."""
+    if schedule not in SCHEDULES:
+        raise BenchmarkError(f"--schedule {schedule!r}: expected one of {', '.join(SCHEDULES)}")
     if get_flag(config_tokens, "--lr") is None:
-        raise BenchmarkError("the config has no --lr: the cosine schedule needs its peak")
-    tokens = drop_flags(config_tokens, {"--lr-scheduler", "--min-lr", "--lr-period-updates",
-                                        "--t-mult", "--lr-shrink"})
-    return tokens + ["--lr-scheduler", "cosine", "--min-lr", "0"]
+        raise BenchmarkError(f"the config has no --lr: the {schedule} schedule needs its peak")
+    tokens = drop_flags(config_tokens, SCHEDULE_FLAGS)
+    if schedule == "linear":
+        if max_update is None:
+            raise BenchmarkError("the linear schedule needs the arm's --max-update")
+        # polynomial_decay has no --warmup-init-lr: fairseq would refuse the flag
+        return drop_flags(tokens, {"--warmup-init-lr"}) + [
+            "--lr-scheduler", "polynomial_decay", "--power", "1", "--end-learning-rate", "0",
+            "--total-num-update", str(max_update)]
+    return tokens + ["--lr-scheduler", schedule, "--min-lr", "0"]
+
+
+def arm_schedule(arm, ctx):
+    """The schedule *arm* trains with: the comparison's, but for plain-inverse-sqrt (the
+    config's own, whatever the comparison's)."""
+    return "inverse_sqrt" if arm == "plain-inverse-sqrt" else ctx.get("schedule", "cosine")
+
+
+def arm_run_name(arm, share, seed, ctx):
+    """The run's folder name: plain-inverse-sqrt's is the same under every schedule, so that
+    each comparison reuses one run of it."""
+    schedule = arm_schedule(arm, ctx)
+    return run_name(arm, share, seed, "cosine" if schedule == "inverse_sqrt" else schedule)
 
 
 def arm_args(arm, share, seed, ctx, random_rate_text=None):
     """The fairseq-train arguments (without DATA) of one run."""
-    save = ctx["work"] / run_name(arm, share, seed) / "checkpoints"
+    save = ctx["work"] / arm_run_name(arm, share, seed, ctx) / "checkpoints"
     if arm == "plain-inverse-sqrt":  # the config's schedule and budget form, all epochs kept
         budget = (["--max-epoch", str(ctx["budget_epochs"])] if ctx["budget_epochs"]
                   and share == 1.0 else ["--max-update", str(round(share * ctx["B"]))])
         return build_run_args(ctx["tokens"], "baseline", seed, save, budget, ctx["extra"], [],
                               ctx["langs"], keep_epochs=True)
-    budget = ["--max-update", str(round(share * ctx["B"]))]
-    tokens = schedule_tokens(ctx["tokens"])
+    max_update = round(share * ctx["B"])
+    budget = ["--max-update", str(max_update)]
+    schedule = arm_schedule(arm, ctx)
+    tokens = schedule_tokens(ctx["tokens"], schedule, max_update)
     if arm in ("plain", "plain-checked"):
-        return build_run_args(tokens, "baseline", seed, save, budget, ctx["extra"], [],
-                              ctx["langs"])
+        # rex is the plugin's: plain fairseq finds it through --user-dir
+        user_dir = ["--user-dir", str(USER_DIR)] if schedule == "rex" else []
+        return build_run_args(tokens, "baseline", seed, save, budget, user_dir + ctx["extra"],
+                              [], ctx["langs"])
     if arm == "random":
         own = ["--assistant-rule", "random", "--assistant-random-rates", random_rate_text]
     else:
@@ -141,7 +177,7 @@ def run_entry(arm, share, seed, run_dir, ctx, counts, update_freq):
             "bleu": bleu, "boss_tokens": end["boss_tokens"], "updates": end["updates"],
             "wall_s": end["wall"], "other_cpu_share": other_cpu_share(run_dir / "cpu.json"),
             "bleu_signature": None if bleu is None else bleu_signature(run_dir / "checkpoints"),
-            "run": str(run_dir)}, curve
+            "schedule": arm_schedule(arm, ctx), "run": str(run_dir)}, curve
 
 
 def floor_bits(data, tokens, langs):
@@ -189,7 +225,7 @@ def run_seed(seed, plan, ctx):
             continue  # one seed: the comparison with the earlier tables
         rates = None
         if arm == "random":
-            source = ctx["work"] / run_name("default", share, seed) / "train.log"
+            source = ctx["work"] / arm_run_name("default", share, seed, ctx) / "train.log"
             if not source.exists() or "done training" not in source.read_text():
                 raise BenchmarkError(f"random@{share}: the default run at that share "
                                      f"({source.parent}) has not finished: list it first")
@@ -199,7 +235,7 @@ def run_seed(seed, plan, ctx):
         data = filtered_data(ctx) if arm == "plain-checked" else ctx["data"]
         if data not in batches:
             batches[data] = baseline_batches(data, probe, seed)
-        run_dir = ctx["work"] / run_name(arm, share, seed)
+        run_dir = ctx["work"] / arm_run_name(arm, share, seed, ctx)
         if arm == "plain-inverse-sqrt" and ctx["inverse_sqrt_run"]:
             if not reusable_run(ctx["inverse_sqrt_run"], ctx["data"], args):
                 print(f"[{run_dir.name}] {ctx['inverse_sqrt_run']} is still training: "
@@ -210,7 +246,8 @@ def run_seed(seed, plan, ctx):
         else:
             run_training(run_dir.name, data, args, ctx["work"])
         entry, curve = run_entry(arm, share, seed, run_dir, ctx, *batches[data])
-        report.record_run(ctx["results"], run_name(arm, share, seed), entry, args, curve)
+        report.record_run(ctx["results"], arm_run_name(arm, share, seed, ctx), entry, args,
+                          curve)
         print(f"[{run_dir.name}] valid loss {entry['valid_loss']} (reducible "
               f"{entry['valid_reducible_loss']}), BLEU {entry['bleu']}, Boss tokens "
               f"{entry['boss_tokens']}", flush=True)
@@ -230,6 +267,9 @@ def parse_cli(argv):
     p.add_argument("--seed", type=int, nargs="+", default=[1], help="seeds (default: 1)")
     p.add_argument("--arms", default=DEFAULT_ARMS,
                    help=f"ARM@SHARE list, run in this order (default: {DEFAULT_ARMS})")
+    p.add_argument("--schedule", choices=SCHEDULES, default="cosine",
+                   help="the learning-rate schedule of every arm but plain-inverse-sqrt, "
+                        "decaying to 0 at the arm's own budget (default: cosine)")
     p.add_argument("--rule", action="append", type=parse_arm, default=[], metavar='NAME="ARGS"',
                    help="an Assistant arm with these flags, at shares "
                         f"{', '.join(map(str, RULE_SHARES))} unless --arms lists it")
@@ -265,7 +305,7 @@ def main(argv=None):
     plan = parse_arms(a.arms, rules)
     ctx = {"data": a.data.resolve(), "tokens": tokens, "extra": extra, "corpus": a.corpus,
            "work": (a.work / a.corpus).resolve(), "rules": {"default": [], **rules},
-           "sync": a.sync, "assistant_extra": shlex.split(a.assistant_args),
+           "sync": a.sync, "schedule": a.schedule, "assistant_extra": shlex.split(a.assistant_args),
            "skip_bleu": a.skip_bleu, "seeds": a.seed,
            "budget_epochs": a.budget_epochs, "results": a.results.resolve(),
            "inverse_sqrt_run": a.inverse_sqrt_run and a.inverse_sqrt_run.resolve()}
@@ -285,7 +325,7 @@ def main(argv=None):
         for seed in a.seed:
             for arm, share in plan:
                 rates = "<the default run's rates>" if arm == "random" else None
-                print(f"{run_name(arm, share, seed)}: "
+                print(f"{arm_run_name(arm, share, seed, ctx)}: "
                       + shlex.join(map(str, arm_args(arm, share, seed, ctx, rates))))
         return
     ctx["work"].mkdir(parents=True, exist_ok=True)

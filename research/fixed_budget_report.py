@@ -19,9 +19,11 @@ from research.bench.logs import parse_log
 from research.bench.metrics import value_at
 
 SUMMARY_KEYS = ("corpus", "seed", "arm", "budget_share", "valid_loss", "valid_reducible_loss",
-                "bleu", "boss_tokens")
+                "bleu", "boss_tokens", "schedule")
+DEFAULT_SCHEDULE = "cosine"  # the schedule of rows written before they named one
 BLEU_MARGIN = 0.3  # an arm matches plain fairseq at B with a test BLEU at most this much lower
 TARGET_ARM = "plain"  # plain fairseq, schedule decaying to zero at B: the target
+OWN_SCHEDULE_ARM = "plain-inverse-sqrt"  # the config's schedule, compared with cosine's target
 TABLE_START = "<!-- fixed-budget table: written by research/fixed_budget.py -->"
 TABLE_END = "<!-- end of fixed-budget table -->"
 
@@ -73,13 +75,31 @@ def converged_budget(improvements, threshold=0.01):
 
 
 # -- summary.json --------------------------------------------------------------------------
+def entry_schedule(entry):
+    """The learning-rate schedule *entry*'s run trained with: its ``schedule``, or for a row
+    without one, cosine (plain-inverse-sqrt's: inverse_sqrt, the config's own)."""
+    if entry.get("schedule"):
+        return entry["schedule"]
+    return "inverse_sqrt" if entry["arm"] == OWN_SCHEDULE_ARM else DEFAULT_SCHEDULE
+
+
+def target_schedule(entry):
+    """The schedule of the plain fairseq run at B that *entry* is compared with: its own
+    (plain-inverse-sqrt's: cosine, the comparison it was made for)."""
+    schedule = entry_schedule(entry)
+    return DEFAULT_SCHEDULE if schedule == "inverse_sqrt" else schedule
+
+
 def entry_key(entry):
-    return entry["corpus"], entry["seed"], entry["arm"], round(entry["budget_share"], 4)
+    return (entry["corpus"], entry["seed"], entry["arm"], round(entry["budget_share"], 4),
+            entry_schedule(entry))
 
 
-def run_name(arm, share, seed):
-    """A run's folder, and its key in runs-CORPUS.json: ARM-SHAREB-sSEED."""
-    return f"{arm}-{share:.2f}B-s{seed}"
+def run_name(arm, share, seed, schedule=DEFAULT_SCHEDULE):
+    """A run's folder, and its key in runs-CORPUS.json: ARM-SHAREB-sSEED, and -SCHEDULE after
+    it unless the schedule is cosine (so that runs of two schedules never share a folder)."""
+    name = f"{arm}-{share:.2f}B-s{seed}"
+    return name if schedule == DEFAULT_SCHEDULE else f"{name}-{schedule}"
 
 
 def record_run(results, name, entry, args, curve):
@@ -100,10 +120,12 @@ def record_run(results, name, entry, args, curve):
 
 def merge_summary(path, entries):
     """Write *entries* into the summary list at *path*: an entry of the same corpus, seed,
-    arm and budget share is replaced, every other one is kept (several sessions add to
-    the file). Returns the merged list, sorted."""
+    arm, budget share and schedule is replaced, every other one is kept (several sessions
+    add to the file). An entry without a schedule gets :func:`entry_schedule`'s; rows
+    already in the file stay as they are. Returns the merged list, sorted."""
     path = Path(path)
     old = json.loads(path.read_text()) if path.exists() else []
+    entries = [dict(e, schedule=entry_schedule(e)) if "arm" in e else e for e in entries]
     for entry in entries:
         missing = [k for k in SUMMARY_KEYS if k not in entry]
         if missing:
@@ -111,7 +133,7 @@ def merge_summary(path, entries):
     merged = {entry_key(e): e for e in old}
     merged.update((entry_key(e), e) for e in entries)
     rows = sorted(merged.values(), key=lambda e: (e["corpus"], e["seed"], e["arm"],
-                                                  e["budget_share"]))
+                                                  e["budget_share"], entry_schedule(e)))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(rows, indent=2) + "\n")
     return rows
@@ -127,11 +149,13 @@ def matches(entry, target, margin=BLEU_MARGIN):
     return entry["bleu"] >= target["bleu"] - margin
 
 
-def matching_shares(rows, margin=BLEU_MARGIN):
+def matching_shares(rows, margin=BLEU_MARGIN, schedule=DEFAULT_SCHEDULE):
     """{(corpus, seed, arm): the smallest measured budget share at which the arm matches
-    plain fairseq at B of its corpus and seed} (None: no share measured matches, or a BLEU
-    is missing where the loss matches). The target matches itself: plain fairseq's share
-    is 1.0 unless a smaller one matches."""
+    plain fairseq at B of its corpus and seed} within the comparison of one *schedule*
+    (rows of other schedules are left out; see :func:`target_schedule`). None: no share
+    measured matches, or a BLEU is missing where the loss matches. The target matches
+    itself: plain fairseq's share is 1.0 unless a smaller one matches."""
+    rows = _compared(rows, schedule)
     targets = _targets(rows)
     out = {}
     for e in sorted(rows, key=lambda e: e["budget_share"]):
@@ -145,8 +169,13 @@ def matching_shares(rows, margin=BLEU_MARGIN):
     return out
 
 
+def _compared(rows, schedule):
+    """The rows of the comparison under *schedule*: its arms and their target."""
+    return [e for e in rows if target_schedule(e) == schedule]
+
+
 def _targets(rows):
-    """{(corpus, seed): the entry of plain fairseq at B}."""
+    """{(corpus, seed): the entry of plain fairseq at B} (rows of one schedule)."""
     return {(e["corpus"], e["seed"]): e for e in rows
             if e["arm"] == TARGET_ARM and abs(e["budget_share"] - 1.0) < 1e-9}
 
@@ -163,16 +192,22 @@ def _match_text(match):
 
 
 def summary_table(rows):
-    """Markdown: one row per run, with the smallest matching share of its arm."""
-    shares, targets = matching_shares(rows), _targets(rows)
+    """Markdown: one row per run, with the smallest matching share of its arm within its
+    schedule's comparison (an arm of a comparison under another schedule than cosine is
+    named with the schedule)."""
+    schedules = {target_schedule(e) for e in rows}
+    shares = {s: matching_shares(rows, schedule=s) for s in schedules}
+    targets = {s: _targets(_compared(rows, s)) for s in schedules}
     lines = ["| corpus | seed | arm | budget share | updates | valid loss | reducible | "
              "test BLEU | Boss tokens | wall (s) | other CPU | matches plain at B from |",
              "|" + "---|" * 12]
     for e in rows:
-        match = "(target)" if targets.get((e["corpus"], e["seed"])) is e else \
-            shares.get((e["corpus"], e["seed"], e["arm"]))
+        schedule = target_schedule(e)
+        match = "(target)" if targets[schedule].get((e["corpus"], e["seed"])) is e else \
+            shares[schedule].get((e["corpus"], e["seed"], e["arm"]))
+        arm = e["arm"] if schedule == DEFAULT_SCHEDULE else f"{e['arm']} ({schedule})"
         lines.append(
-            f"| {e['corpus']} | {e['seed']} | {e['arm']} | {e['budget_share']:.2f} | "
+            f"| {e['corpus']} | {e['seed']} | {arm} | {e['budget_share']:.2f} | "
             f"{fmt(e.get('updates'), 'd')} | {e['valid_loss']:.3f} | "
             f"{e['valid_reducible_loss']:.3f} | {fmt(e['bleu'], '.2f')} | "
             f"{e['boss_tokens'] / 1e6:.3f}M | {fmt(e.get('wall_s'), '.0f')} | "

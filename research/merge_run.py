@@ -69,8 +69,9 @@ def bench_baseline(results_file: Path, corpus: str, run: str, target: Path) -> d
     other_cpu = figures.get("other_cpu_share_baseline", baseline.get("other_cpu_share"))
     summary = target / "summary.json"
     entries = json.loads(summary.read_text()) if summary.exists() else []
-    plain = [e for e in entries if (e["corpus"], e["seed"], e["arm"], e["budget_share"]) ==
-             (corpus, seed, report.TARGET_ARM, 1.0)]
+    plain = [e for e in entries if (e["corpus"], e["seed"], e["arm"], e["budget_share"],
+                                    report.entry_schedule(e)) ==
+             (corpus, seed, report.TARGET_ARM, 1.0, report.DEFAULT_SCHEDULE)]
     if not plain:
         raise BenchmarkError(f"{summary} has no plain fairseq at B of {corpus}, seed {seed}: "
                              "merge that run first (its updates and loss floor are needed)")
@@ -84,7 +85,7 @@ def bench_baseline(results_file: Path, corpus: str, run: str, target: Path) -> d
              "updates": end["updates"], "wall_s": end["wall"],
              "other_cpu_share": other_cpu,
              "bleu_signature": None,  # scripts/benchmark.py kept it in its run folder only
-             "run": str(results_file)}
+             "schedule": "inverse_sqrt", "run": str(results_file)}
     name = report.run_name("plain-inverse-sqrt", entry["budget_share"], seed)
     report.record_run(target, name, entry, bench["command"], bench["curves"][run])
     return entry
