@@ -139,3 +139,42 @@ def test_a_feature_file_or_folder_for_the_prefix_names_the_prefix(data):
         FeatureStore.open(str(data), rebuild_hint="REBUILD")
     with pytest.raises(FileNotFoundError, match="build it with: REBUILD"):  # truly missing
         FeatureStore.open(str(data / "other"), rebuild_hint="REBUILD")
+
+
+def test_filter_refuses_an_out_that_holds_another_corpus(data, tmp_path, capsys, monkeypatch):
+    """--out naming another prepared corpus (with a real raw/ folder) is refused before
+    anything in it changes; an earlier output of autoassist-filter is replaced, but only by
+    a complete one: a write that fails (a full disk) leaves it as it was, and no temporary
+    folder beside it."""
+    from autoassist_fairseq.features import build as build_module
+    from autoassist_fairseq.features.filter import cli_main as filter_main
+
+    other = shutil.copytree(data, tmp_path / "other")
+    (other / "raw").mkdir()
+    (other / "raw" / "train.src").write_text("a sentence\n")
+    before = {p.name: p.read_bytes() for p in other.iterdir() if p.is_file()}
+    assert filter_main([str(data), "--out", str(other)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"autoassist-filter: error: --out {other} already holds"), err
+    assert "give a new folder" in err and f"remove {other} first" in err, err
+    assert {p.name: p.read_bytes() for p in other.iterdir() if p.is_file()} == before
+    assert not any(p.is_symlink() for p in other.iterdir()) and (other / "raw").is_dir()
+
+    out = tmp_path / "filtered"
+    assert filter_main([str(data), "--out", str(out), "--no-features"]) == 0
+    first = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert "autoassist-filter.json" in first and "train.src-tgt.src.bin" in first
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(build_module, "build_features", full_disk)
+    assert filter_main([str(data), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"writing {out} failed: No space left on device; {out} is as it was" in err, err
+    assert f"free space on the disk of {tmp_path}" in err and "another disk" in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data-bin", "filtered", "other"]
+    monkeypatch.undo()
+    assert filter_main([str(data), "--out", str(out)]) == 0  # an earlier output: replaced
+    assert list(out.glob("*.autoassist.json"))
