@@ -178,3 +178,60 @@ def test_filter_refuses_an_out_that_holds_another_corpus(data, tmp_path, capsys,
     monkeypatch.undo()
     assert filter_main([str(data), "--out", str(out)]) == 0  # an earlier output: replaced
     assert list(out.glob("*.autoassist.json"))
+
+
+def test_features_into_a_folder_that_cannot_be_written_stop_before_any_work(data, tmp_path,
+                                                                            monkeypatch, caplog):
+    """A read-only --prefix folder is named, with the fix, before the features are counted
+    (the build takes minutes on a large corpus). The tests may run as root, who writes to
+    any folder: there the file system's refusal is simulated."""
+    import os
+    import tempfile
+
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if dir is not None and os.path.abspath(dir) == str(folder):
+            raise OSError(errno.EROFS, "Read-only file system", str(dir))
+        return real(*args, dir=dir, **kwargs)
+
+    if os.geteuid() == 0:
+        monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(build, "read_counts", lambda *a, **k: pytest.fail("the work started"))
+    assert build.cli_main([str(data), "-s", "src", "-t", "tgt", "--prefix",
+                           str(folder / "feats")]) == 1
+    assert f"cannot write the feature file {folder}/feats.*: the folder {folder} is not " \
+           "writable" in caplog.text
+    assert "give --prefix in a folder this user can write" in caplog.text
+    assert "--assistant-features at the same prefix" in caplog.text
+    assert list(folder.iterdir()) == []
+
+
+def test_a_full_disk_while_writing_features_names_the_file_and_leaves_nothing(data, tmp_path,
+                                                                              monkeypatch,
+                                                                              caplog):
+    """ENOSPC on the third array: the error names that file and its disk; no .tmp file and
+    no lone array is left, and an earlier feature file at the prefix stays whole."""
+    real = np.save
+
+    def save(file, array, *args, **kwargs):
+        if str(getattr(file, "name", file)).endswith(".data.npy.tmp"):
+            file.write(b"\x93NUMPY cut")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(file, array, *args, **kwargs)
+
+    monkeypatch.setattr(np, "save", save)
+    folder = tmp_path / "feats"
+    assert build.cli_main([str(data), "-s", "src", "-t", "tgt", "--prefix",
+                           str(folder / "f")]) == 1
+    assert f"cannot write the feature file {folder}/f.data.npy: No space left on device; " \
+           f"the disk of {folder} has " in caplog.text
+    assert f"(df -h {folder}); free space there, or give --prefix on another disk" in caplog.text
+    assert list(folder.iterdir()) == []
+    before = {p.name: p.read_bytes() for p in data.glob(PREFIX + ".*")}
+    assert build.cli_main([str(data), "-s", "src", "-t", "tgt"]) == 1
+    assert {p.name: p.read_bytes() for p in data.glob(PREFIX + ".*")} == before
+    FeatureStore.open(str(data / PREFIX))

@@ -14,6 +14,7 @@ import glob
 import json
 import logging
 import os
+import shutil
 from typing import Optional
 
 import numpy as np
@@ -56,6 +57,24 @@ def _unreadable(path: str, err: OSError, what: str, fix: str) -> OSError:
     return OSError(f"cannot read {what} {path}: {err.strerror or err}{fix}")
 
 
+def write_error(path: str, err: OSError) -> OSError:
+    """An error for a feature file that could not be written: the file, the cause, the
+    disk it is on (with its free space) and the fix."""
+    folder = os.path.dirname(os.path.abspath(path))
+    cause = err.strerror or str(err)  # numpy's short write: "N requested and M written"
+    try:
+        free = f"{shutil.disk_usage(folder).free / 2**20:,.0f} MiB free"
+    except OSError:
+        free = "free space unknown"
+    if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        fix = "give --prefix in a folder this user can write"
+    else:
+        fix = "free space there, or give --prefix on another disk"
+    return OSError(err.errno, f"cannot write the feature file {path}: {cause}; the disk of "
+                              f"{folder} has {free} (df -h {folder}); {fix}; nothing of the "
+                              "new feature file was left")
+
+
 def _load_array(path: str, fix: str, what: str = "feature file") -> np.ndarray:
     """Map a ``.npy`` file; damage (empty, cut, not a ``.npy``) names the file and *fix*."""
     try:
@@ -92,14 +111,20 @@ class FeatureStore:
              pair_checks: Optional[np.ndarray] = None,
              pair_check_settings: Optional[PairCheckSettings] = None) -> None:
         """Write *features*, the *pair_checks* (pairs x len(COLUMNS), :mod:`.pair_checks`; the
-        header records the *pair_check_settings* they ran with and flag by) and *meta*; the
-        header goes last, so a crash mid-write leaves no header and the file is rebuilt
-        rather than read half-written."""
+        header records the *pair_check_settings* they ran with and flag by) and *meta*.
+
+        Every file is written to a ``.tmp`` beside it first; only when all are complete are
+        they renamed into place, the header last, so a crash between the renames leaves no
+        header and the file is rebuilt rather than read half-written.
+
+        Raises:
+            OSError: a file could not be written (a full disk, no permission): the message
+                names the file, the disk and the fix; no ``.tmp`` file is left, and an
+                earlier feature file at *prefix* is as it was.
+        """
         features = features.tocsr()
         features.sort_indices()
         header_path = prefix + ".json"
-        if os.path.exists(header_path):
-            os.remove(header_path)
         arrays = {
             "indptr": features.indptr.astype(np.int64),
             "indices": features.indices.astype(np.int32),
@@ -110,13 +135,6 @@ class FeatureStore:
                 raise ValueError(f"pair checks of shape {pair_checks.shape} do not fit "
                                  f"{features.shape[0]} feature rows")
             arrays[_PAIR_CHECKS] = pair_checks.astype(np.float32)
-        for name, array in arrays.items():
-            # a new file replaces the old one: a process that maps the old one (a training
-            # run) keeps reading it, where a rewrite in place would change it under it
-            path = f"{prefix}.{name}.npy"
-            with open(path + ".tmp", "wb") as f:
-                np.save(f, array)
-            os.replace(path + ".tmp", path)
         meta = dict(meta, version=FORMAT_VERSION, num_rows=features.shape[0],
                     dim=features.shape[1], nnz=int(features.nnz))
         if pair_checks is not None:
@@ -125,10 +143,28 @@ class FeatureStore:
             meta["pair_checks"] = dict(flag_counts(pair_checks, settings),
                                        languages=not np.isnan(pair_checks[:, :2]).all(),
                                        columns=list(COLUMNS), settings=settings.to_dict())
-        tmp = header_path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(meta, f, indent=1)
-        os.replace(tmp, header_path)
+        # a new file replaces the old one: a process that maps the old one (a training run)
+        # keeps reading it, where a rewrite in place would change it under it
+        paths = [f"{prefix}.{name}.npy" for name in arrays] + [header_path]
+        path = paths[0]
+        try:
+            for path, array in zip(paths, arrays.values()):
+                with open(path + ".tmp", "wb") as f:
+                    np.save(f, array)
+            path = header_path
+            with open(header_path + ".tmp", "w") as f:
+                json.dump(meta, f, indent=1)
+        except OSError as err:
+            for written in paths:
+                try:
+                    os.remove(written + ".tmp")
+                except OSError:
+                    pass
+            raise write_error(path, err) from None
+        if os.path.exists(header_path):
+            os.remove(header_path)
+        for path in paths:
+            os.replace(path + ".tmp", path)
 
     # -- reading -------------------------------------------------------------------
     @classmethod
