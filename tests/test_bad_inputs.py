@@ -235,3 +235,40 @@ def test_a_full_disk_while_writing_features_names_the_file_and_leaves_nothing(da
     assert build.cli_main([str(data), "-s", "src", "-t", "tgt"]) == 1
     assert {p.name: p.read_bytes() for p in data.glob(PREFIX + ".*")} == before
     FeatureStore.open(str(data / PREFIX))
+
+
+HEADER = b"en\tde\tlabel\tbicleaner\n"
+GOOD = b"a house\tein Haus\tV\t0.7\n"
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("pairs.tsv.gz", HEADER + GOOD, "pairs.tsv.gz is not a complete gzip file (Not a gzipped "
+                                    "file (b'en')): give the file gzip-compressed whole, or a "
+                                    "plain-text file without the .gz suffix"),
+    ("pairs.tsv", HEADER + GOOD + b"caf\xe9\tCaf\xe9\tV\t0.5\n",
+     "pairs.tsv line 3: not UTF-8 (byte 0xe9 at byte 4 of the line); give the file in UTF-8"),
+    ("pairs.tsv", HEADER + b"a\tb\tV\tn/a\n" + GOOD,
+     "pairs.tsv line 2, column 'bicleaner': 'n/a' is not a number; give the Bicleaner score, "
+     "or leave the field empty"),
+    ("pairs.tsv", HEADER + GOOD + GOOD + b"a house\tein Haus\n",
+     "pairs.tsv line 4: 2 fields where the header has 4 (no column 'label', 'bicleaner'); give "
+     "every line a tab-separated field for each column"),
+    ("clean", HEADER + GOOD, "clean.de line 2: not UTF-8 (byte 0xfc at byte 2 of the line)"),
+])
+def test_bad_labelled_or_clean_text_names_the_file_line_and_column(tmp_path, caplog, name,
+                                                                   content, message):
+    """autoassist-check-report: a .gz that is not gzip, a line that is not UTF-8, a
+    Bicleaner score that is not a number, a short row: one error line naming the file,
+    the line (and column) and the fix; exit code 1, no traceback."""
+    from autoassist_fairseq.features import check_report
+
+    labelled = tmp_path / ("pairs.tsv" if name == "clean" else name)
+    labelled.write_bytes(content)
+    (tmp_path / "clean.en").write_text("a house\n" * 3)
+    (tmp_path / "clean.de").write_bytes(b"ein Haus\nH\xfcte\nein Haus\n")
+    assert check_report.cli_main([str(labelled), "--clean", str(tmp_path / "clean"), "--src",
+                                  "en", "--tgt", "de", "--out", str(tmp_path / "r.json")]) == 1
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and errors[0].getMessage().startswith(str(tmp_path)), caplog.text
+    assert message in errors[0].getMessage() and "Traceback" not in caplog.text, caplog.text
+    assert not (tmp_path / "r.json").exists()
