@@ -8,9 +8,11 @@ import shutil
 import numpy as np
 import pytest
 
+from autoassist_fairseq import diagnose
 from autoassist_fairseq.features import build
 from autoassist_fairseq.features.store import FeatureStore
 from task_helpers import fairseq_task
+from utils import run, train_args
 
 PREFIX = "train.src-tgt.autoassist"
 
@@ -272,3 +274,66 @@ def test_bad_labelled_or_clean_text_names_the_file_line_and_column(tmp_path, cap
     assert len(errors) == 1 and errors[0].getMessage().startswith(str(tmp_path)), caplog.text
     assert message in errors[0].getMessage() and "Traceback" not in caplog.text, caplog.text
     assert not (tmp_path / "r.json").exists()
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tiny_data, tmp_path_factory):
+    """checkpoint_last.pt of 3 updates on the tiny corpus (read-only: copy it to damage it)."""
+    save_dir = tmp_path_factory.mktemp("tiny-run")
+    run(train_args(tiny_data, save_dir, extra=["--max-update", "3", "--assistant-sync"]))
+    return save_dir / "checkpoint_last.pt"
+
+
+def _diagnose_error(data, checkpoint) -> str:
+    with pytest.raises(SystemExit) as exit:
+        diagnose.cli_main(["--data", str(data), "--checkpoint", str(checkpoint)])
+    return str(exit.value.code)
+
+
+def test_diagnose_names_a_checkpoint_of_another_dictionary(tiny_checkpoint, data):
+    """Data whose dictionaries gained symbols: not a size-mismatch RuntimeError, but what
+    differs and the fix."""
+    for name in ("dict.src.txt", "dict.tgt.txt"):
+        with open(data / name, "a") as f:
+            f.write("".join(f"zz{i} 1\n" for i in range(16)))
+    error = _diagnose_error(data, tiny_checkpoint)
+    assert error.startswith(f"autoassist-diagnose: error: --checkpoint {tiny_checkpoint} was "
+                            f"trained on another dictionary than --data {data}'s"), error
+    assert "give --data the data directory the run trained on" in error, error
+    assert "size mismatch" not in error
+
+
+def _damage(path, how):
+    if how == "empty":
+        path.write_bytes(b"")
+    else:  # 4 KiB of random bytes in the middle, the length unchanged
+        content = bytearray(path.read_bytes())
+        middle = len(content) // 2
+        content[middle:middle + 4096] = np.random.default_rng(0).bytes(4096)
+        path.write_bytes(bytes(content))
+
+
+@pytest.mark.parametrize("how, problem", [
+    ("empty", "is empty (0 bytes: a save that was cut off"),
+    ("random", "is damaged (Bad CRC-32 for file"),
+])
+def test_a_damaged_checkpoint_last_is_named_at_resume_and_in_diagnose(tiny_checkpoint,
+                                                                      tiny_data, tmp_path,
+                                                                      how, problem):
+    """fairseq-train's resume and autoassist-diagnose: an empty checkpoint_last.pt (not a
+    bare EOFError), or one with bytes overwritten inside (not loaded as if whole): the file,
+    the problem and the fix."""
+    save_dir = tmp_path / "ckpt"
+    save_dir.mkdir()
+    path = save_dir / "checkpoint_last.pt"
+    shutil.copy(tiny_checkpoint, path)
+    _damage(path, how)
+    proc = run(train_args(tiny_data, save_dir, extra=["--max-update", "6", "--assistant-sync"]),
+               check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output[-3000:]
+    assert f"{path} {problem}" in output, output[-3000:]
+    assert "remove it" in output and "--restore-file another checkpoint" in output
+    assert "EOFError" not in output and "| train_inner |" not in output
+    error = _diagnose_error(tiny_data, path)
+    assert f"--checkpoint {path} {problem}" in error and "SAVE_DIR/checkpoint_last.pt" in error
