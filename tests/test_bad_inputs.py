@@ -337,3 +337,20 @@ def test_a_damaged_checkpoint_last_is_named_at_resume_and_in_diagnose(tiny_check
     assert "EOFError" not in output and "| train_inner |" not in output
     error = _diagnose_error(tiny_data, path)
     assert f"--checkpoint {path} {problem}" in error and "SAVE_DIR/checkpoint_last.pt" in error
+
+
+def test_the_default_checks_do_not_depend_on_what_is_installed(data, monkeypatch, caplog):
+    """Without py3langid the default --pair-checks (langid among them) stops before any work
+    with both fixes, rather than building other flags than the same command elsewhere."""
+    import sys
+
+    from autoassist_fairseq.features.pair_checks import DEFAULT_CHECKS
+
+    assert DEFAULT_CHECKS == ("language", "unrelated", "digits", "script", "langid")
+    monkeypatch.setitem(sys.modules, "py3langid", None)  # not installed: import fails
+    monkeypatch.setattr(build, "read_counts", lambda *a, **k: pytest.fail("the work started"))
+    assert build.cli_main([str(data), "-s", "src", "-t", "tgt"]) == 1
+    assert "the langid check (in --pair-checks language,unrelated,digits,script,langid, the " \
+           "default's among them) needs py3langid, which is not installed: pip install " \
+           "py3langid==0.4.0 (Python >= 3.10), or run without it: --pair-checks " \
+           "language,unrelated,digits,script" in caplog.text, caplog.text

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
+from .check_settings import check_available
 from .pair_checks import (_COUNT_KEYS, PairCheckSettings, add_settings_arguments, pair_checks,
                           settings_from_args)
 from .store import FeatureStore, feature_prefix
@@ -190,6 +191,8 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
         OSError: the output's folder cannot be written (checked before any work), or a
             write failed (:meth:`.FeatureStore.save`: nothing of the new file is left).
     """
+    settings = settings or PairCheckSettings()
+    check_available(settings)
     output = output or feature_prefix(data_dir, split, src, tgt)
     if os.path.isdir(data_dir):  # a missing DATA is named by read_counts
         check_writable(output)
@@ -199,7 +202,6 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
                          "(its cleaning or fairseq-preprocess's input)")
     features = tfidf_features(*counts)
     # the language check needs one vocabulary on both sides (--joined-dictionary)
-    settings = settings or PairCheckSettings()
     prefixes = [dataset_prefix(data_dir, split, src, tgt, lang) for lang in (src, tgt)]
     sides = [read_pieces(prefix, side_symbols) for prefix, side_symbols in zip(prefixes, symbols)] \
         if "langid" in settings.checks else None

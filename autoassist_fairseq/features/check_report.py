@@ -51,6 +51,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from .bootstrap import bootstrap
+from .check_settings import check_available
 from .pair_checks import PairCheckSettings, add_settings_arguments, check_scores, pair_checks, \
     settings_from_args, union_score
 from .words import Pieces
@@ -504,7 +505,7 @@ def cli_main(argv=None) -> int:
                      "prepare-corpus.sh's default: 8000)")
         return 2
     try:
-        settings_from_args(args)  # the checks' names and bars, before the slow part
+        check_available(settings_from_args(args))  # names, bars and py3langid, before the work
     except ValueError as err:
         logger.error(str(err))
         return 2
