@@ -354,3 +354,27 @@ def test_the_default_checks_do_not_depend_on_what_is_installed(data, monkeypatch
            "default's among them) needs py3langid, which is not installed: pip install " \
            "py3langid==0.4.0 (Python >= 3.10), or run without it: --pair-checks " \
            "language,unrelated,digits,script" in caplog.text, caplog.text
+
+
+@pytest.mark.parametrize("damage, match", [
+    ("shape", "pair-checks.npy holds \\(600, 4\\), expected \\(600, 11\\).*rebuild the features "
+              "with: autoassist-features"),
+    ("settings", "autoassist.json: the pair-check settings a feature file's header records: "
+                 "--unrelated-p-value 7 is out of range.*autoassist-features"),
+])
+def test_damaged_pair_checks_stop_the_run_under_the_default_auto(data, damage, match):
+    """A pair-checks array of the wrong shape, or settings out of range in the header, is a
+    damaged feature file: it stops the run by default, not the checks with a warning."""
+    import json
+
+    if damage == "shape":
+        path = data / f"{PREFIX}.pair-checks.npy"
+        np.save(path, np.load(path)[:, :4].copy())
+    else:
+        header = data / f"{PREFIX}.json"
+        meta = json.loads(header.read_text())
+        meta["pair_checks"]["settings"]["unrelated_p_value"] = 7
+        header.write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=match) as err:
+        _open_features(data)  # --assistant-pair-checks auto, the default
+    assert str(data / PREFIX) in str(err.value)

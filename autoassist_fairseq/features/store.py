@@ -30,6 +30,13 @@ _PAIR_CHECKS = "pair-checks"
 logger = logging.getLogger(__name__)
 
 
+class FeatureFileDamaged(ValueError):
+    """A feature file whose pair checks are damaged (an array of the wrong shape, settings out
+    of range in the header): it stops every run, whatever ``--assistant-pair-checks`` says, as
+    a damaged feature file does; only pair checks that are absent or meaningless for the
+    corpus turn them off under ``auto``."""
+
+
 def feature_prefix(data_dir: str, split: str, src: str, tgt: str) -> str:
     """Path prefix of the feature files of one split and language pair."""
     return os.path.join(data_dir, f"{split}.{src}-{tgt}.autoassist")
@@ -252,7 +259,7 @@ class FeatureStore:
         if checks.shape != (self.num_rows, len(COLUMNS)):
             older = " (an older autoassist-features wrote 2 columns, without the unrelated-pair " \
                     "check)" if checks.shape == (self.num_rows, 2) else ""
-            raise ValueError(f"{path} holds {checks.shape}, expected ({self.num_rows}, "
+            raise FeatureFileDamaged(f"{path} holds {checks.shape}, expected ({self.num_rows}, "
                              f"{len(COLUMNS)}){older}: it is truncated or from another build; "
                              "rebuild the features"
                              + (f" with: {self.rebuild_hint}" if self.rebuild_hint else ""))
@@ -286,7 +293,12 @@ class FeatureStore:
         settings = self.meta.get("pair_checks", {}).get("settings")
         if settings is None:
             return PairCheckSettings(checks=("language", "unrelated"), unrelated_p_value=0.1)
-        return PairCheckSettings.from_dict(settings)
+        try:
+            return PairCheckSettings.from_dict(settings)
+        except ValueError as err:
+            raise FeatureFileDamaged(
+                f"{self.prefix}.json: {err}" + (f": {self.rebuild_hint}" if self.rebuild_hint
+                                                else "")) from None
 
     def rows(self, ids: np.ndarray) -> sp.csr_matrix:
         """The feature rows of dataset indices *ids*, gathered without a Python loop."""
