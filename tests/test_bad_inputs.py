@@ -378,3 +378,29 @@ def test_damaged_pair_checks_stop_the_run_under_the_default_auto(data, damage, m
     with pytest.raises(ValueError, match=match) as err:
         _open_features(data)  # --assistant-pair-checks auto, the default
     assert str(data / PREFIX) in str(err.value)
+
+
+@pytest.mark.parametrize("payload", [b"", b"\x80\x04\x95\x05", b"\x80\x7f"])
+def test_an_undecodable_message_of_the_assistant_is_an_error_not_the_pipes_end(payload):
+    """An empty, cut or unknown-protocol pickle raises EOFError or ValueError when decoded,
+    as the pipe's own end does: the reader must report it (the Boss stops with the cause at
+    once), not end quietly and leave the Boss to time out on "sent nothing"."""
+    import multiprocessing as mp
+    import queue
+    import threading
+
+    from autoassist_fairseq.transport import process
+
+    inbound, outbound = mp.Pipe(duplex=False)
+    errors, stop = [], threading.Event()
+    outbound.send_bytes(payload)
+    reader = process._start_reader("test", inbound, queue.Queue(), stop, errors)
+    reader.join(10)
+    stop.set()
+    outbound.close()
+    inbound.close()
+    assert not reader.is_alive()
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"the Boss could not read a message of the Assistant process "
+                                f"({len(payload)} bytes: "), errors
+    assert "a message damaged in the pipe" in errors[0] and "--assistant-sync" in errors[0]
