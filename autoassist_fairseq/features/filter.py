@@ -316,7 +316,10 @@ def get_parser() -> argparse.ArgumentParser:
         epilog="example: autoassist-filter data-bin/crawl --out data-bin/crawl-filtered")
     p.add_argument("data", type=Path, help="data directory of scripts/prepare-corpus.sh, with "
                                            "the feature file of autoassist-features")
-    p.add_argument("--out", required=True, type=Path, help="the filtered data directory to write")
+    p.add_argument("--out", required=True, type=Path,
+                   help="the filtered data directory to write: a new or empty folder, or an "
+                        "earlier output of autoassist-filter (replaced once the new one is "
+                        "complete)")
     p.add_argument("--no-features", action="store_true",
                    help="do not build features for OUT (enough for --task translation)")
     p.add_argument("--drop-share", type=float, default=0.0, metavar="S",
