@@ -1,6 +1,9 @@
-"""Bad inputs found by probing: stale features of another text, damaged feature files, and
-the advice for a feature file at a custom prefix. Each gets a clear error that names the
-file and a command that fixes it."""
+"""Faults and bad inputs found by probing (issue 48 among them): stale or damaged feature
+files, an --out that holds another corpus, folders that cannot be written and full disks,
+bad labelled text, damaged checkpoints and checkpoints of another dictionary, a missing
+py3langid, undecodable Assistant messages. Each gets a clear error that names the file or
+flag and the fix, before anything is written or damaged (docs/design.md, "Faults and bad
+inputs: what the user sees")."""
 
 import errno
 import shutil
