@@ -29,8 +29,8 @@ setup(
         "setproctitle",  # names the Assistant and loader processes in ps/top
         "sacrebleu>=2.0",
         "sentencepiece",
-        # the langid check (a default check where installed): a pretrained identifier whose
-        # model ships in the wheel
+        # the langid check (a default check; elsewhere autoassist-features asks for it or for
+        # --pair-checks without langid): a pretrained identifier whose model ships in the wheel
         "py3langid==0.4.0; python_version >= '3.10'",
         "tqdm",
     ],

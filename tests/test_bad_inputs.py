@@ -1,6 +1,9 @@
-"""Bad inputs found by probing: stale features of another text, damaged feature files, and
-the advice for a feature file at a custom prefix. Each gets a clear error that names the
-file and a command that fixes it."""
+"""Faults and bad inputs found by probing (issue 48 among them): stale or damaged feature
+files, an --out that holds another corpus, folders that cannot be written and full disks,
+bad labelled text, damaged checkpoints and checkpoints of another dictionary, a missing
+py3langid, undecodable Assistant messages. Each gets a clear error that names the file or
+flag and the fix, before anything is written or damaged (docs/design.md, "Faults and bad
+inputs: what the user sees")."""
 
 import errno
 import shutil
@@ -8,9 +11,11 @@ import shutil
 import numpy as np
 import pytest
 
+from autoassist_fairseq import diagnose
 from autoassist_fairseq.features import build
 from autoassist_fairseq.features.store import FeatureStore
 from task_helpers import fairseq_task
+from utils import run, train_args
 
 PREFIX = "train.src-tgt.autoassist"
 
@@ -139,3 +144,266 @@ def test_a_feature_file_or_folder_for_the_prefix_names_the_prefix(data):
         FeatureStore.open(str(data), rebuild_hint="REBUILD")
     with pytest.raises(FileNotFoundError, match="build it with: REBUILD"):  # truly missing
         FeatureStore.open(str(data / "other"), rebuild_hint="REBUILD")
+
+
+def test_filter_refuses_an_out_that_holds_another_corpus(data, tmp_path, capsys, monkeypatch):
+    """--out naming another prepared corpus (with a real raw/ folder) is refused before
+    anything in it changes; an earlier output of autoassist-filter is replaced, but only by
+    a complete one: a write that fails (a full disk) leaves it as it was, and no temporary
+    folder beside it."""
+    from autoassist_fairseq.features import build as build_module
+    from autoassist_fairseq.features.filter import cli_main as filter_main
+
+    other = shutil.copytree(data, tmp_path / "other")
+    (other / "raw").mkdir()
+    (other / "raw" / "train.src").write_text("a sentence\n")
+    before = {p.name: p.read_bytes() for p in other.iterdir() if p.is_file()}
+    assert filter_main([str(data), "--out", str(other)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"autoassist-filter: error: --out {other} already holds"), err
+    assert "give a new folder" in err and f"remove {other} first" in err, err
+    assert {p.name: p.read_bytes() for p in other.iterdir() if p.is_file()} == before
+    assert not any(p.is_symlink() for p in other.iterdir()) and (other / "raw").is_dir()
+
+    out = tmp_path / "filtered"
+    assert filter_main([str(data), "--out", str(out), "--no-features"]) == 0
+    first = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert "autoassist-filter.json" in first and "train.src-tgt.src.bin" in first
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(build_module, "build_features", full_disk)
+    assert filter_main([str(data), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"writing {out} failed: No space left on device; {out} is as it was" in err, err
+    assert f"free space on the disk of {tmp_path}" in err and "another disk" in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data-bin", "filtered", "other"]
+    monkeypatch.undo()
+    assert filter_main([str(data), "--out", str(out)]) == 0  # an earlier output: replaced
+    assert list(out.glob("*.autoassist.json"))
+
+
+def test_features_into_a_folder_that_cannot_be_written_stop_before_any_work(data, tmp_path,
+                                                                            monkeypatch, caplog):
+    """A read-only --prefix folder is named, with the fix, before the features are counted
+    (the build takes minutes on a large corpus). The tests may run as root, who writes to
+    any folder: there the file system's refusal is simulated."""
+    import os
+    import tempfile
+
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if dir is not None and os.path.abspath(dir) == str(folder):
+            raise OSError(errno.EROFS, "Read-only file system", str(dir))
+        return real(*args, dir=dir, **kwargs)
+
+    if os.geteuid() == 0:
+        monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(build, "read_counts", lambda *a, **k: pytest.fail("the work started"))
+    assert build.cli_main([str(data), "-s", "src", "-t", "tgt", "--prefix",
+                           str(folder / "feats")]) == 1
+    assert f"cannot write the feature file {folder}/feats.*: the folder {folder} is not " \
+           "writable" in caplog.text
+    assert "give --prefix in a folder this user can write" in caplog.text
+    assert "--assistant-features at the same prefix" in caplog.text
+    assert list(folder.iterdir()) == []
+
+
+def test_a_full_disk_while_writing_features_names_the_file_and_leaves_nothing(data, tmp_path,
+                                                                              monkeypatch,
+                                                                              caplog):
+    """ENOSPC on the third array: the error names that file and its disk; no .tmp file and
+    no lone array is left, and an earlier feature file at the prefix stays whole."""
+    real = np.save
+
+    def save(file, array, *args, **kwargs):
+        if str(getattr(file, "name", file)).endswith(".data.npy.tmp"):
+            file.write(b"\x93NUMPY cut")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(file, array, *args, **kwargs)
+
+    monkeypatch.setattr(np, "save", save)
+    folder = tmp_path / "feats"
+    assert build.cli_main([str(data), "-s", "src", "-t", "tgt", "--prefix",
+                           str(folder / "f")]) == 1
+    assert f"cannot write the feature file {folder}/f.data.npy: No space left on device; " \
+           f"the disk of {folder} has " in caplog.text
+    assert f"(df -h {folder}); free space there, or give --prefix on another disk" in caplog.text
+    assert list(folder.iterdir()) == []
+    before = {p.name: p.read_bytes() for p in data.glob(PREFIX + ".*")}
+    assert build.cli_main([str(data), "-s", "src", "-t", "tgt"]) == 1
+    assert {p.name: p.read_bytes() for p in data.glob(PREFIX + ".*")} == before
+    FeatureStore.open(str(data / PREFIX))
+
+
+HEADER = b"en\tde\tlabel\tbicleaner\n"
+GOOD = b"a house\tein Haus\tV\t0.7\n"
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("pairs.tsv.gz", HEADER + GOOD, "pairs.tsv.gz is not a complete gzip file (Not a gzipped "
+                                    "file (b'en')): give the file gzip-compressed whole, or a "
+                                    "plain-text file without the .gz suffix"),
+    ("pairs.tsv", HEADER + GOOD + b"caf\xe9\tCaf\xe9\tV\t0.5\n",
+     "pairs.tsv line 3: not UTF-8 (byte 0xe9 at byte 4 of the line); give the file in UTF-8"),
+    ("pairs.tsv", HEADER + b"a\tb\tV\tn/a\n" + GOOD,
+     "pairs.tsv line 2, column 'bicleaner': 'n/a' is not a number; give the Bicleaner score, "
+     "or leave the field empty"),
+    ("pairs.tsv", HEADER + GOOD + GOOD + b"a house\tein Haus\n",
+     "pairs.tsv line 4: 2 fields where the header has 4 (no column 'label', 'bicleaner'); give "
+     "every line a tab-separated field for each column"),
+    ("clean", HEADER + GOOD, "clean.de line 2: not UTF-8 (byte 0xfc at byte 2 of the line)"),
+])
+def test_bad_labelled_or_clean_text_names_the_file_line_and_column(tmp_path, caplog, name,
+                                                                   content, message):
+    """autoassist-check-report: a .gz that is not gzip, a line that is not UTF-8, a
+    Bicleaner score that is not a number, a short row: one error line naming the file,
+    the line (and column) and the fix; exit code 1, no traceback."""
+    from autoassist_fairseq.features import check_report
+
+    labelled = tmp_path / ("pairs.tsv" if name == "clean" else name)
+    labelled.write_bytes(content)
+    (tmp_path / "clean.en").write_text("a house\n" * 3)
+    (tmp_path / "clean.de").write_bytes(b"ein Haus\nH\xfcte\nein Haus\n")
+    assert check_report.cli_main([str(labelled), "--clean", str(tmp_path / "clean"), "--src",
+                                  "en", "--tgt", "de", "--out", str(tmp_path / "r.json")]) == 1
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and errors[0].getMessage().startswith(str(tmp_path)), caplog.text
+    assert message in errors[0].getMessage() and "Traceback" not in caplog.text, caplog.text
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tiny_data, tmp_path_factory):
+    """checkpoint_last.pt of 3 updates on the tiny corpus (read-only: copy it to damage it)."""
+    save_dir = tmp_path_factory.mktemp("tiny-run")
+    run(train_args(tiny_data, save_dir, extra=["--max-update", "3", "--assistant-sync"]))
+    return save_dir / "checkpoint_last.pt"
+
+
+def _diagnose_error(data, checkpoint) -> str:
+    with pytest.raises(SystemExit) as exit:
+        diagnose.cli_main(["--data", str(data), "--checkpoint", str(checkpoint)])
+    return str(exit.value.code)
+
+
+def test_diagnose_names_a_checkpoint_of_another_dictionary(tiny_checkpoint, data):
+    """Data whose dictionaries gained symbols: not a size-mismatch RuntimeError, but what
+    differs and the fix."""
+    for name in ("dict.src.txt", "dict.tgt.txt"):
+        with open(data / name, "a") as f:
+            f.write("".join(f"zz{i} 1\n" for i in range(16)))
+    error = _diagnose_error(data, tiny_checkpoint)
+    assert error.startswith(f"autoassist-diagnose: error: --checkpoint {tiny_checkpoint} was "
+                            f"trained on another dictionary than --data {data}'s"), error
+    assert "give --data the data directory the run trained on" in error, error
+    assert "size mismatch" not in error
+
+
+def _damage(path, how):
+    if how == "empty":
+        path.write_bytes(b"")
+    else:  # 4 KiB of random bytes in the middle, the length unchanged
+        content = bytearray(path.read_bytes())
+        middle = len(content) // 2
+        content[middle:middle + 4096] = np.random.default_rng(0).bytes(4096)
+        path.write_bytes(bytes(content))
+
+
+@pytest.mark.parametrize("how, problem", [
+    ("empty", "is empty (0 bytes: a save that was cut off"),
+    ("random", "is damaged (Bad CRC-32 for file"),
+])
+def test_a_damaged_checkpoint_last_is_named_at_resume_and_in_diagnose(tiny_checkpoint,
+                                                                      tiny_data, tmp_path,
+                                                                      how, problem):
+    """fairseq-train's resume and autoassist-diagnose: an empty checkpoint_last.pt (not a
+    bare EOFError), or one with bytes overwritten inside (not loaded as if whole): the file,
+    the problem and the fix."""
+    save_dir = tmp_path / "ckpt"
+    save_dir.mkdir()
+    path = save_dir / "checkpoint_last.pt"
+    shutil.copy(tiny_checkpoint, path)
+    _damage(path, how)
+    proc = run(train_args(tiny_data, save_dir, extra=["--max-update", "6", "--assistant-sync"]),
+               check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output[-3000:]
+    assert f"{path} {problem}" in output, output[-3000:]
+    assert "remove it" in output and "--restore-file another checkpoint" in output
+    assert "EOFError" not in output and "| train_inner |" not in output
+    error = _diagnose_error(tiny_data, path)
+    assert f"--checkpoint {path} {problem}" in error and "SAVE_DIR/checkpoint_last.pt" in error
+
+
+def test_the_default_checks_do_not_depend_on_what_is_installed(data, monkeypatch, caplog):
+    """Without py3langid the default --pair-checks (langid among them) stops before any work
+    with both fixes, rather than building other flags than the same command elsewhere."""
+    import sys
+
+    from autoassist_fairseq.features.pair_checks import DEFAULT_CHECKS
+
+    assert DEFAULT_CHECKS == ("language", "unrelated", "digits", "script", "langid")
+    monkeypatch.setitem(sys.modules, "py3langid", None)  # not installed: import fails
+    monkeypatch.setattr(build, "read_counts", lambda *a, **k: pytest.fail("the work started"))
+    assert build.cli_main([str(data), "-s", "src", "-t", "tgt"]) == 1
+    assert "the langid check (in --pair-checks language,unrelated,digits,script,langid, the " \
+           "default's among them) needs py3langid, which is not installed: pip install " \
+           "py3langid==0.4.0 (Python >= 3.10), or run without it: --pair-checks " \
+           "language,unrelated,digits,script" in caplog.text, caplog.text
+
+
+@pytest.mark.parametrize("damage, match", [
+    ("shape", "pair-checks.npy holds \\(600, 4\\), expected \\(600, 11\\).*rebuild the features "
+              "with: autoassist-features"),
+    ("settings", "autoassist.json: the pair-check settings a feature file's header records: "
+                 "--unrelated-p-value 7 is out of range.*autoassist-features"),
+])
+def test_damaged_pair_checks_stop_the_run_under_the_default_auto(data, damage, match):
+    """A pair-checks array of the wrong shape, or settings out of range in the header, is a
+    damaged feature file: it stops the run by default, not the checks with a warning."""
+    import json
+
+    if damage == "shape":
+        path = data / f"{PREFIX}.pair-checks.npy"
+        np.save(path, np.load(path)[:, :4].copy())
+    else:
+        header = data / f"{PREFIX}.json"
+        meta = json.loads(header.read_text())
+        meta["pair_checks"]["settings"]["unrelated_p_value"] = 7
+        header.write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=match) as err:
+        _open_features(data)  # --assistant-pair-checks auto, the default
+    assert str(data / PREFIX) in str(err.value)
+
+
+@pytest.mark.parametrize("payload", [b"", b"\x80\x04\x95\x05", b"\x80\x7f"])
+def test_an_undecodable_message_of_the_assistant_is_an_error_not_the_pipes_end(payload):
+    """An empty, cut or unknown-protocol pickle raises EOFError or ValueError when decoded,
+    as the pipe's own end does: the reader must report it (the Boss stops with the cause at
+    once), not end quietly and leave the Boss to time out on "sent nothing"."""
+    import multiprocessing as mp
+    import queue
+    import threading
+
+    from autoassist_fairseq.transport import process
+
+    inbound, outbound = mp.Pipe(duplex=False)
+    errors, stop = [], threading.Event()
+    outbound.send_bytes(payload)
+    reader = process._start_reader("test", inbound, queue.Queue(), stop, errors)
+    reader.join(10)
+    stop.set()
+    outbound.close()
+    inbound.close()
+    assert not reader.is_alive()
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"the Boss could not read a message of the Assistant process "
+                                f"({len(payload)} bytes: "), errors
+    assert "a message damaged in the pipe" in errors[0] and "--assistant-sync" in errors[0]

@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..checkpoint_file import CheckpointFileError, check_checkpoint_file
 from .figures import (MAX_DENSITY, REFERENCE_SHARE, data_pass, density, oracle_figures,
                       reducible_losses, skip_figures, verdict)
 
@@ -33,9 +34,9 @@ def check_data(data) -> None:
 
 
 def check_checkpoint(checkpoint) -> None:
-    """Raise DiagnosisError unless *checkpoint* is a file that torch.save wrote (a zip archive
-    or a pickle), and, for the zip archives of torch >= 1.6, a fairseq checkpoint (a dict
-    with ``model`` and ``cfg`` or ``args``); its tensors are not read."""
+    """Raise DiagnosisError unless *checkpoint* is a file that torch.save wrote whole (a zip
+    archive whose parts match their checksums, or a pickle), and, for the zip archives of
+    torch >= 1.6, a fairseq checkpoint (a dict with ``model`` and ``cfg`` or ``args``)."""
     if not os.path.exists(checkpoint):
         raise DiagnosisError(f"{checkpoint} not found")
     hint = ("give a checkpoint file that fairseq-train saved, e.g. "
@@ -45,8 +46,11 @@ def check_checkpoint(checkpoint) -> None:
     try:
         with open(checkpoint, "rb") as f:
             head = f.read(4)
+        check_checkpoint_file(checkpoint, hint)  # empty, not torch's, or damaged
     except OSError as err:
         raise DiagnosisError(f"cannot read --checkpoint {checkpoint}: {err.strerror}") from None
+    except CheckpointFileError as err:
+        raise DiagnosisError(f"--checkpoint {err}") from None
     if head == b"PK\x03\x04":  # torch's zip format
         import torch
 
@@ -61,9 +65,22 @@ def check_checkpoint(checkpoint) -> None:
                 if isinstance(state, dict) else f"a {type(state).__name__}"
             raise DiagnosisError(f"--checkpoint {checkpoint} is not a fairseq checkpoint (it "
                                  f"holds {what}, without 'model' and 'cfg'): {hint}")
-    elif head[:1] != b"\x80":  # nor the pickle of torch's legacy format
-        raise DiagnosisError(f"--checkpoint {checkpoint} is not a checkpoint (not a file that "
-                             f"torch.save writes): {hint}")
+
+
+def other_dictionary(checkpoint, data, state) -> str:
+    """The message for a checkpoint whose embeddings do not fit *data*'s dictionaries."""
+    sizes = {name.split(".")[0]: tuple(value.shape)[0] for name, value in state["model"].items()
+             if name.endswith("embed_tokens.weight")}
+    found = ", ".join(f"{side} {n}" for side, n in sorted(sizes.items()))
+    from fairseq.data import Dictionary
+
+    dicts = [f"{name} {len(Dictionary.load(os.path.join(data, name)))}"
+             for name in sorted(os.listdir(data)) if name.startswith("dict.")
+             and name.endswith(".txt")]
+    return (f"--checkpoint {checkpoint} was trained on another dictionary than --data {data}'s "
+            f"(symbols of its embeddings: {found or 'unknown'}; {', '.join(dicts) or 'none'}): "
+            "give --data the data directory the run trained on (its dict.*.txt), or a "
+            "checkpoint of a run on this one")
 
 
 def check_output(path, option: str) -> None:
@@ -222,8 +239,13 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
     if not has_assistant:
         logger.info(f"{checkpoint} holds no Assistant state (plain --task translation?): "
                     "the oracle's figures only")
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
-        [checkpoint], arg_overrides=overrides, state=state)
+    try:
+        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
+            [checkpoint], arg_overrides=overrides, state=state)
+    except RuntimeError as err:
+        if "size mismatch" not in str(err):
+            raise
+        raise DiagnosisError(other_dictionary(checkpoint, data, state)) from None
     subset = cfg.dataset.train_subset
     task.load_dataset(subset)
     dataset = task.datasets[subset]

@@ -11,6 +11,7 @@ import filecmp
 import logging
 import os
 import sys
+import tempfile
 import time
 from typing import Optional, Tuple
 
@@ -19,6 +20,7 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
+from .check_settings import check_available
 from .pair_checks import (_COUNT_KEYS, PairCheckSettings, add_settings_arguments, pair_checks,
                           settings_from_args)
 from .store import FeatureStore, feature_prefix
@@ -156,27 +158,55 @@ def read_counts(data_dir: str, src: str, tgt: str, split: str = "train"):
     return counts, sizes, symbols, dict_paths
 
 
+def check_writable(output: str) -> None:
+    """Refuse a feature file prefix *output* whose folder cannot be written, before any work
+    (the build takes minutes on a large corpus): the folder is created where missing, and a
+    file is created in it and removed.
+
+    Raises:
+        OSError: the folder cannot be created or written; the message names it and the fix.
+    """
+    folder = os.path.dirname(os.path.abspath(output))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".autoassist-features.", suffix=".tmp")
+        os.close(fd)
+        os.remove(probe)
+    except OSError as err:
+        raise OSError(err.errno, f"cannot write the feature file {output}.*: the folder {folder} "
+                                 f"is not writable ({err.strerror or err}); give --prefix in a "
+                                 f"folder this user can write, e.g. --prefix "
+                                 f"~/features/{os.path.basename(output)}, and train with "
+                                 "--assistant-features at the same prefix") from None
+
+
 def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
                    output: Optional[str] = None,
                    settings: Optional[PairCheckSettings] = None) -> str:
     """Compute and store the features and pair checks (*settings*: which run, and their
     thresholds; default :class:`PairCheckSettings`) of one split at path prefix *output*
-    (default: :func:`~.store.feature_prefix`); returns the file prefix."""
+    (default: :func:`~.store.feature_prefix`); returns the file prefix.
+
+    Raises:
+        OSError: the output's folder cannot be written (checked before any work), or a
+            write failed (:meth:`.FeatureStore.save`: nothing of the new file is left).
+    """
+    settings = settings or PairCheckSettings()
+    check_available(settings)
+    output = output or feature_prefix(data_dir, split, src, tgt)
+    if os.path.isdir(data_dir):  # a missing DATA is named by read_counts
+        check_writable(output)
     counts, sizes, symbols, dict_paths = read_counts(data_dir, src, tgt, split)
     if counts[0].shape[0] == 0:
         raise ValueError(f"{data_dir}: the {split} split holds no pair: check the preparation "
                          "(its cleaning or fairseq-preprocess's input)")
     features = tfidf_features(*counts)
     # the language check needs one vocabulary on both sides (--joined-dictionary)
-    settings = settings or PairCheckSettings()
     prefixes = [dataset_prefix(data_dir, split, src, tgt, lang) for lang in (src, tgt)]
     sides = [read_pieces(prefix, side_symbols) for prefix, side_symbols in zip(prefixes, symbols)] \
         if "langid" in settings.checks else None
     checks = pair_checks(*counts, languages=filecmp.cmp(*dict_paths, shallow=False),
                          symbols=symbols, settings=settings, texts=sides, langs=(src, tgt))
-    output = output or feature_prefix(data_dir, split, src, tgt)
-    if os.path.dirname(output):
-        os.makedirs(os.path.dirname(output), exist_ok=True)
     FeatureStore.save(output, features, {
         "split": split, "source_lang": src, "target_lang": tgt,
         "src_dim": counts[0].shape[1], "tgt_dim": counts[1].shape[1],
@@ -217,6 +247,9 @@ def cli_main(argv=None) -> int:
                                 args.prefix, settings_from_args(args))
     except (FileNotFoundError, ValueError) as err:
         logger.error(str(err))
+        return 1
+    except OSError as err:  # the output cannot be written: the message names it and the fix
+        logger.error(err.strerror or str(err))
         return 1
     store = FeatureStore.open(prefix)
     seconds = time.perf_counter() - start

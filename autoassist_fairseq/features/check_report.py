@@ -46,6 +46,7 @@ import logging
 import os
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -53,6 +54,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from .bootstrap import bootstrap
+from .check_settings import check_available
 from .pair_checks import PairCheckSettings, add_settings_arguments, check_scores, pair_checks, \
     settings_from_args, union_score
 from .words import Pieces
@@ -80,24 +82,72 @@ def _script(name: str):
     return module
 
 
-def _open(path: str):
-    return gzip.open(path, "rt", encoding="utf-8", newline="\n") if path.endswith(".gz") \
-        else open(path, encoding="utf-8", newline="\n")
+def _lines(path: str) -> List[str]:
+    """The lines of a UTF-8 text file (gzip where *path* ends in ``.gz``), each with its
+    ``\n``; a file that is not gzip, or a line that is not UTF-8, raises ValueError naming
+    the file, the line and the fix."""
+    try:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rb") as f:
+                raw = f.read()
+        else:
+            with open(path, "rb") as f:
+                raw = f.read()
+    except (gzip.BadGzipFile, EOFError, zlib.error) as err:
+        raise ValueError(f"{path} is not a complete gzip file ({err}): give the file "
+                         "gzip-compressed whole, or a plain-text file without the .gz "
+                         "suffix") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ValueError(f"{path} line {line}: not UTF-8 (byte 0x{raw[err.start]:02x} at byte "
+                         f"{column} of the line); give the file in UTF-8, e.g. converted with "
+                         "iconv -f LATIN1 -t UTF-8") from None
+    lines = text.split("\n")  # "\n" alone ends a line, as csv and the preparation read it
+    if not lines[-1]:
+        lines.pop()
+    return [line + "\n" for line in lines]
 
 
 def read_labelled(path: str, src: str, tgt: str) -> Dict[str, list]:
     """Columns *src*, *tgt*, ``label`` and (optional) ``bicleaner`` and ``kind`` of a labelled
-    TSV (``kind``: None where the file has no such column)."""
+    TSV (``kind``: None where the file has no such column).
+
+    Raises:
+        FileNotFoundError: no file at *path*.
+        ValueError: it is not gzip though named ``.gz``, a line is not UTF-8, a line has
+            fewer fields than the header, a ``bicleaner`` field is not a number, a column
+            or every pair is missing, or a label is unknown; the message names the file,
+            the line and the column, and the fix.
+    """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"labelled pairs not found: {path}")
-    with _open(path) as f:
-        reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        missing = [c for c in (src, tgt, "label") if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ValueError(f"{path} has no column {', '.join(missing)} (columns: "
-                             f"{', '.join(reader.fieldnames or [])}); it needs one column per "
-                             "language named as --src/--tgt, and 'label'")
-        rows = list(reader)
+    reader = csv.DictReader(_lines(path), delimiter="\t", quoting=csv.QUOTE_NONE)
+    missing = [c for c in (src, tgt, "label") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ValueError(f"{path} has no column {', '.join(missing)} (columns: "
+                         f"{', '.join(reader.fieldnames or [])}); it needs one column per "
+                         "language named as --src/--tgt, and 'label'")
+    rows, bicleaner = [], []
+    for row in reader:  # QUOTE_NONE: one record a line, so line_num is the record's line
+        short = [c for c in reader.fieldnames if row[c] is None]
+        if short:
+            raise ValueError(
+                f"{path} line {reader.line_num}: {len(reader.fieldnames) - len(short)} fields "
+                f"where the header has {len(reader.fieldnames)} (no column "
+                f"{', '.join(repr(c) for c in short)}); give every line a tab-separated field "
+                "for each column of the header, empty where a value is unknown")
+        if "bicleaner" in row:
+            value = row["bicleaner"].strip()
+            try:
+                bicleaner.append(float(value) if value else np.nan)
+            except ValueError:
+                raise ValueError(f"{path} line {reader.line_num}, column 'bicleaner': "
+                                 f"{value!r} is not a number; give the Bicleaner score, or "
+                                 "leave the field empty for a pair without one") from None
+        rows.append(row)
     if not rows:
         raise ValueError(f"{path} holds no pairs")
     labels = [(r["label"] or "").strip() for r in rows]
@@ -108,19 +158,15 @@ def read_labelled(path: str, src: str, tgt: str) -> Dict[str, list]:
                          f"{', '.join(repr(u) for u in unknown)}; the labels are "
                          f"{', '.join(LABELS)} (upper case; V, F: valid translations, A, L, "
                          "T: noise)")
-    bicleaner = None
-    if "bicleaner" in rows[0]:
-        bicleaner = np.array([float(r["bicleaner"]) if r["bicleaner"] else np.nan for r in rows])
     kind = [(r["kind"] or "").strip() for r in rows] if "kind" in rows[0] else None
-    return {"src": [r[src] for r in rows], "tgt": [r[tgt] for r in rows],
-            "label": labels, "bicleaner": bicleaner, "kind": kind}
+    return {"src": [r[src] for r in rows], "tgt": [r[tgt] for r in rows], "label": labels,
+            "bicleaner": np.array(bicleaner) if "bicleaner" in rows[0] else None, "kind": kind}
 
 
 def _text(prefix: str, lang: str) -> List[str]:
     for path in (f"{prefix}.{lang}", f"{prefix}.{lang}.gz"):
         if os.path.isfile(path):
-            with _open(path) as f:
-                return [line.rstrip("\n") for line in f]
+            return [line[:-1] for line in _lines(path)]
     raise FileNotFoundError(f"clean corpus side not found: {prefix}.{lang} (nor .gz)")
 
 
@@ -490,7 +536,7 @@ def cli_main(argv=None) -> int:
                      "prepare-corpus.sh's default: 8000)")
         return 2
     try:
-        settings_from_args(args)  # the checks' names and bars, before the slow part
+        check_available(settings_from_args(args))  # names, bars and py3langid, before the work
     except ValueError as err:
         logger.error(str(err))
         return 2

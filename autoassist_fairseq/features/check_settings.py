@@ -49,16 +49,17 @@ DIGITS_SHARE = 0.5
 DIGITS_ONE_SIDE = 4
 # The checks, by name (PairCheckSettings.checks).
 CHECKS = ("language", "unrelated", "digits", "lexical", "script", "langid")
-# The checks that run unless --pair-checks names others. The lexical check is opt-in: on the
-# labelled ParaCrawl pairs it added under half a point of recall for 1.4x the features' time
-# (docs/results/paracrawl/README.md), as its tables learn little from a small corpus. The
-# script check (:mod:`.scripts`) costs one sparse product per side. The langid check
-# (:mod:`.langid_check`) runs wherever py3langid is installed (setup.py installs it on Python
-# >= 3.10): with it the union finds 87-89% of the labelled crawled pairs with a side in a
+# The checks that run unless --pair-checks names others, the same on every machine: a
+# default that followed what is installed would give the same command other flags on two
+# machines. The lexical check is opt-in: on the labelled ParaCrawl pairs it added under half
+# a point of recall for 1.4x the features' time (docs/results/paracrawl/README.md), as its
+# tables learn little from a small corpus. The script check (:mod:`.scripts`) costs one sparse
+# product per side. The langid check (:mod:`.langid_check`) needs py3langid (setup.py installs
+# it on Python >= 3.10; elsewhere :func:`check_available` stops a run that asks for it, with
+# the fix): with it the union finds 87-89% of the labelled crawled pairs with a side in a
 # wrong (mostly third) language, against 60-68%, for 8.0% of the valid ones, against 6.8%; it
 # makes autoassist-features 1.4-1.6x slower on short sentences (Tatoeba), 2.2-2.6x on news.
-DEFAULT_CHECKS = ("language", "unrelated", "digits", "script") + (
-    ("langid",) if importlib.util.find_spec("py3langid") is not None else ())
+DEFAULT_CHECKS = ("language", "unrelated", "digits", "script", "langid")
 # the header's key for a check's count of flags where it differs from the check's name: the
 # key that feature files already hold
 _COUNT_KEYS = {"language": "wrong_language"}
@@ -151,6 +152,17 @@ class PairCheckSettings:
             raise ValueError(f"the pair-check settings a feature file's header records: {err}; "
                              "rebuild the features (autoassist-features) with settings in "
                              "range") from None
+
+
+def check_available(settings: PairCheckSettings) -> None:
+    """Raise ValueError, naming both fixes, where *settings* ask for the langid check and
+    py3langid is not installed: before the features are counted, not after."""
+    if "langid" in settings.checks and importlib.util.find_spec("py3langid") is None:
+        others = ",".join(c for c in settings.checks if c != "langid") or "none"
+        raise ValueError(f"the langid check (in --pair-checks {','.join(settings.checks)}, "
+                         "the default's among them) needs py3langid, which is not installed: "
+                         "pip install py3langid==0.4.0 (Python >= 3.10), or run without it: "
+                         f"--pair-checks {others}")
 
 
 def option(name: str) -> str:

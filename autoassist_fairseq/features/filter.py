@@ -11,7 +11,14 @@ directory whose feature file holds pair checks):
 * ``OUT/train.kept-lines``: their raw line numbers, when DATA has that file;
 * the dictionaries, the valid and test splits, ``raw/`` and ``spm/`` linked to DATA's;
 * the features of the kept pairs (``autoassist-features``), unless ``--no-features``, so that
-  both ``--task translation`` and ``--task autoassist_translation`` train on OUT.
+  both ``--task translation`` and ``--task autoassist_translation`` train on OUT;
+* ``OUT/autoassist-filter.json``: what OUT was filtered from; it marks OUT as this command's
+  output, which a later run may replace.
+
+OUT must be new, empty, or an earlier output of this command (it holds
+``autoassist-filter.json``); anything else, another corpus above all, is refused before
+anything is written. OUT is built in a temporary folder beside it and renamed into place
+when complete, so a failure (a full disk, an interrupt) leaves an earlier OUT as it was.
 
 The checks run at the settings that the feature file's header records, as the task reads
 them. ``--drop-share S`` drops more than the flagged pairs: the share S of the training
@@ -36,9 +43,14 @@ Example::
 """
 
 import argparse
+import errno
+import json
 import logging
 import math
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -48,6 +60,9 @@ import numpy as np
 # --drop-share: the share of the pairs dropped beyond the flagged ones that may be picked by
 # their place in the corpus, where the noise scores tie at the share's boundary
 TIE_TOLERANCE = 0.01
+
+# written last into every output: an --out that holds it is an earlier output of this command
+MARKER = "autoassist-filter.json"
 
 
 def language_pair(data: Path):
@@ -117,21 +132,45 @@ def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True,
                  settings=None) -> None:
     """OUT: DATA's training pairs *keep* (indices into the binarised training set, in
     order), with DATA's dictionaries, valid and test splits, raw/ and spm/ linked; its
-    features are built with the pair checks' *settings* (default: the defaults)."""
-    import torch
-    from fairseq.data import Dictionary, indexed_dataset
+    features are built with the pair checks' *settings* (default: the defaults).
 
+    OUT is built in a temporary folder beside it and renamed into place when complete: an
+    earlier output stays whole until then, and nothing is left of a failed build.
+
+    Raises:
+        ValueError: OUT is a file, or a folder that holds something other than an earlier
+            output of this command (:func:`check_out`).
+        OSError: writing failed (e.g. a full disk); OUT is as it was.
+    """
     data, out = Path(data), Path(out)
+    check_out(out)
     src, tgt = language_pair(data)
     sides = open_training_sides(data, src, tgt)
     kept = kept_lines(data, len(sides[src]))
-    out.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
+    try:
+        _write_into(data, building, src, tgt, sides, kept, keep, features, settings)
+        (building / MARKER).write_text(json.dumps(
+            {"data": str(data.resolve()), "pairs": len(sides[src]), "kept": len(keep),
+             "features": features}, indent=1) + "\n")
+        _move_into_place(building, out)
+    except BaseException as err:
+        shutil.rmtree(building, ignore_errors=True)
+        if isinstance(err, OSError) and str(err.filename or "").startswith(str(building)):
+            err.filename = str(out) + str(err.filename)[len(str(building)):]  # the file's name
+        raise
+
+
+def _write_into(data: Path, out: Path, src: str, tgt: str, sides, kept, keep, features,
+                settings) -> None:
+    """The files of the filtered corpus, into the empty folder *out*."""
+    import torch
+    from fairseq.data import Dictionary, indexed_dataset
+
     for path in data.iterdir():
         if path.name.startswith(("valid.", "test.", "dict.")) or path.name in ("raw", "spm"):
-            link = out / path.name
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            link.symlink_to(path.resolve())
+            (out / path.name).symlink_to(path.resolve())
     for lang, side in sides.items():
         prefix = str(out / f"train.{src}-{tgt}.{lang}")
         builder = indexed_dataset.make_builder(
@@ -140,18 +179,29 @@ def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True,
         for i in keep:
             builder.add_item(torch.as_tensor(side[int(i)]))
         builder.finalize(indexed_dataset.index_file_path(prefix))
-    # files of an earlier output in OUT that would describe other pairs go
-    stale = [] if features else list(out.glob(f"train.{src}-{tgt}.autoassist.*"))
-    if kept is None:
-        stale.append(out / "train.kept-lines")
-    for path in stale:
-        path.unlink(missing_ok=True)
     if kept is not None:
         np.savetxt(out / "train.kept-lines", kept[keep], fmt="%d")
     if features:
-        from .build import build_features
+        from . import build
 
-        build_features(str(out), src, tgt, settings=settings)
+        build.build_features(str(out), src, tgt, settings=settings)
+
+
+def _move_into_place(building: Path, out: Path) -> None:
+    """Rename the complete folder *building* to *out*; an earlier *out* (checked by
+    :func:`check_out`) is set aside first and removed only once the new one is in place."""
+    if not out.exists():
+        os.rename(building, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+    os.rename(out, old / out.name)
+    try:
+        os.rename(building, out)
+    except BaseException:
+        os.rename(old / out.name, out)
+        shutil.rmtree(old, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def ranked_drop(flags: np.ndarray, score: np.ndarray, drop_share: float,
@@ -192,8 +242,10 @@ def ranked_drop(flags: np.ndarray, score: np.ndarray, drop_share: float,
     return dropped
 
 
-def _check_out(out: Path) -> None:
-    """Refuse an --out that cannot be the filtered corpus's directory, before any work."""
+def check_out(out: Path) -> None:
+    """Refuse an --out that cannot be the filtered corpus's folder, before any work: a file,
+    a folder under a file, or a folder that holds anything but an earlier output of this
+    command (which holds :data:`MARKER`). A new or empty folder is taken."""
     existing = out
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -201,6 +253,14 @@ def _check_out(out: Path) -> None:
         what = "is a file" if existing == out else f"is under the file {existing}"
         raise ValueError(f"--out {out} {what}: give a directory for the filtered corpus (a new "
                          "one, or the --out of an earlier autoassist-filter)")
+    if existing != out or (out / MARKER).is_file():
+        return
+    held = sorted(p.name for p in out.iterdir())
+    if held:
+        shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
+        raise ValueError(f"--out {out} already holds {shown}, and is not an output of "
+                         f"autoassist-filter (no {MARKER}): it would be replaced; give a new "
+                         f"folder for the filtered corpus, or remove {out} first if it may go")
 
 
 def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0):
@@ -217,7 +277,7 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0):
     if not 0.0 <= drop_share < 1.0:
         raise ValueError(f"--drop-share {drop_share} is out of range: give a share of the "
                          "training pairs in [0, 1), e.g. 0.2")
-    _check_out(out)
+    check_out(out)
     src, tgt = language_pair(data)
     # a file built with --pair-checks none: FeatureStore.suspect_pairs refuses it
     flags, score, settings = flagged_pairs(data, src, tgt)
@@ -235,13 +295,31 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0):
     return flags, dropped
 
 
+def write_error(err: OSError, out: Path) -> str:
+    """The message for a failed write of *out*: the file, the cause, and the fix."""
+    where = f"{err.filename}: " if err.filename else ""
+    cause = err.strerror or str(err)
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        fix = (f"free space on the disk of {Path(out).resolve().parent} (df -h "
+               f"{Path(out).resolve().parent}), or give --out on another disk")
+    elif err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        fix = "give --out in a folder this user can write"
+    else:
+        fix = "fix the cause and run the command again"
+    return (f"writing {out} failed: {where}{cause}; {out} is as it was before the command "
+            f"(nothing of the new corpus is left); {fix}")
+
+
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="autoassist-filter", description=__doc__.split("\n\n")[0].split(": ", 1)[1],
         epilog="example: autoassist-filter data-bin/crawl --out data-bin/crawl-filtered")
     p.add_argument("data", type=Path, help="data directory of scripts/prepare-corpus.sh, with "
                                            "the feature file of autoassist-features")
-    p.add_argument("--out", required=True, type=Path, help="the filtered data directory to write")
+    p.add_argument("--out", required=True, type=Path,
+                   help="the filtered data directory to write: a new or empty folder, or an "
+                        "earlier output of autoassist-filter (replaced once the new one is "
+                        "complete)")
     p.add_argument("--no-features", action="store_true",
                    help="do not build features for OUT (enough for --task translation)")
     p.add_argument("--drop-share", type=float, default=0.0, metavar="S",
@@ -260,6 +338,9 @@ def cli_main(argv: Optional[Sequence[str]] = None) -> int:
                                         drop_share=args.drop_share)
     except (FileNotFoundError, ValueError) as err:
         print(f"autoassist-filter: error: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:  # writing OUT failed; write_corpus left it as it was
+        print(f"autoassist-filter: error: {write_error(err, args.out)}", file=sys.stderr)
         return 1
     more = int(dropped.sum() - flags.sum())
     print(f"autoassist-filter: kept {int((~dropped).sum())} of {len(flags)} training pairs "

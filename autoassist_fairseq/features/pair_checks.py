@@ -38,7 +38,7 @@ signals catch part of that:
 
 The script check (:mod:`.scripts`) finds a side in an alphabet its language does not use;
 the opt-in lexical check (:mod:`.lexical`) asks for word-for-word correspondence, the langid
-check (:mod:`.langid_check`; on by default where py3langid is installed) a pretrained
+check (:mod:`.langid_check`; on by default, it needs py3langid) a pretrained
 identifier of 140 languages. Which checks run and their bars: :mod:`.check_settings`
 (re-exported here).
 """

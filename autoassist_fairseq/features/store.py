@@ -14,6 +14,7 @@ import glob
 import json
 import logging
 import os
+import shutil
 from typing import Optional
 
 import numpy as np
@@ -27,6 +28,13 @@ _ARRAYS = ("indptr", "indices", "data")
 _PAIR_CHECKS = "pair-checks"
 
 logger = logging.getLogger(__name__)
+
+
+class FeatureFileDamaged(ValueError):
+    """A feature file whose pair checks are damaged (an array of the wrong shape, settings out
+    of range in the header): it stops every run, whatever ``--assistant-pair-checks`` says, as
+    a damaged feature file does; only pair checks that are absent or meaningless for the
+    corpus turn them off under ``auto``."""
 
 
 def feature_prefix(data_dir: str, split: str, src: str, tgt: str) -> str:
@@ -54,6 +62,24 @@ def _unreadable(path: str, err: OSError, what: str, fix: str) -> OSError:
     if err.errno == errno.ENOENT:
         return FileNotFoundError(f"{what} {path} is missing{fix}")
     return OSError(f"cannot read {what} {path}: {err.strerror or err}{fix}")
+
+
+def write_error(path: str, err: OSError) -> OSError:
+    """An error for a feature file that could not be written: the file, the cause, the
+    disk it is on (with its free space) and the fix."""
+    folder = os.path.dirname(os.path.abspath(path))
+    cause = err.strerror or str(err)  # numpy's short write: "N requested and M written"
+    try:
+        free = f"{shutil.disk_usage(folder).free / 2**20:,.0f} MiB free"
+    except OSError:
+        free = "free space unknown"
+    if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        fix = "give --prefix in a folder this user can write"
+    else:
+        fix = "free space there, or give --prefix on another disk"
+    return OSError(err.errno, f"cannot write the feature file {path}: {cause}; the disk of "
+                              f"{folder} has {free} (df -h {folder}); {fix}; nothing of the "
+                              "new feature file was left")
 
 
 def _load_array(path: str, fix: str, what: str = "feature file") -> np.ndarray:
@@ -92,14 +118,20 @@ class FeatureStore:
              pair_checks: Optional[np.ndarray] = None,
              pair_check_settings: Optional[PairCheckSettings] = None) -> None:
         """Write *features*, the *pair_checks* (pairs x len(COLUMNS), :mod:`.pair_checks`; the
-        header records the *pair_check_settings* they ran with and flag by) and *meta*; the
-        header goes last, so a crash mid-write leaves no header and the file is rebuilt
-        rather than read half-written."""
+        header records the *pair_check_settings* they ran with and flag by) and *meta*.
+
+        Every file is written to a ``.tmp`` beside it first; only when all are complete are
+        they renamed into place, the header last, so a crash between the renames leaves no
+        header and the file is rebuilt rather than read half-written.
+
+        Raises:
+            OSError: a file could not be written (a full disk, no permission): the message
+                names the file, the disk and the fix; no ``.tmp`` file is left, and an
+                earlier feature file at *prefix* is as it was.
+        """
         features = features.tocsr()
         features.sort_indices()
         header_path = prefix + ".json"
-        if os.path.exists(header_path):
-            os.remove(header_path)
         arrays = {
             "indptr": features.indptr.astype(np.int64),
             "indices": features.indices.astype(np.int32),
@@ -110,13 +142,6 @@ class FeatureStore:
                 raise ValueError(f"pair checks of shape {pair_checks.shape} do not fit "
                                  f"{features.shape[0]} feature rows")
             arrays[_PAIR_CHECKS] = pair_checks.astype(np.float32)
-        for name, array in arrays.items():
-            # a new file replaces the old one: a process that maps the old one (a training
-            # run) keeps reading it, where a rewrite in place would change it under it
-            path = f"{prefix}.{name}.npy"
-            with open(path + ".tmp", "wb") as f:
-                np.save(f, array)
-            os.replace(path + ".tmp", path)
         meta = dict(meta, version=FORMAT_VERSION, num_rows=features.shape[0],
                     dim=features.shape[1], nnz=int(features.nnz))
         if pair_checks is not None:
@@ -125,10 +150,28 @@ class FeatureStore:
             meta["pair_checks"] = dict(flag_counts(pair_checks, settings),
                                        languages=not np.isnan(pair_checks[:, :2]).all(),
                                        columns=list(COLUMNS), settings=settings.to_dict())
-        tmp = header_path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(meta, f, indent=1)
-        os.replace(tmp, header_path)
+        # a new file replaces the old one: a process that maps the old one (a training run)
+        # keeps reading it, where a rewrite in place would change it under it
+        paths = [f"{prefix}.{name}.npy" for name in arrays] + [header_path]
+        path = paths[0]
+        try:
+            for path, array in zip(paths, arrays.values()):
+                with open(path + ".tmp", "wb") as f:
+                    np.save(f, array)
+            path = header_path
+            with open(header_path + ".tmp", "w") as f:
+                json.dump(meta, f, indent=1)
+        except OSError as err:
+            for written in paths:
+                try:
+                    os.remove(written + ".tmp")
+                except OSError:
+                    pass
+            raise write_error(path, err) from None
+        if os.path.exists(header_path):
+            os.remove(header_path)
+        for path in paths:
+            os.replace(path + ".tmp", path)
 
     # -- reading -------------------------------------------------------------------
     @classmethod
@@ -216,7 +259,7 @@ class FeatureStore:
         if checks.shape != (self.num_rows, len(COLUMNS)):
             older = " (an older autoassist-features wrote 2 columns, without the unrelated-pair " \
                     "check)" if checks.shape == (self.num_rows, 2) else ""
-            raise ValueError(f"{path} holds {checks.shape}, expected ({self.num_rows}, "
+            raise FeatureFileDamaged(f"{path} holds {checks.shape}, expected ({self.num_rows}, "
                              f"{len(COLUMNS)}){older}: it is truncated or from another build; "
                              "rebuild the features"
                              + (f" with: {self.rebuild_hint}" if self.rebuild_hint else ""))
@@ -250,7 +293,12 @@ class FeatureStore:
         settings = self.meta.get("pair_checks", {}).get("settings")
         if settings is None:
             return PairCheckSettings(checks=("language", "unrelated"), unrelated_p_value=0.1)
-        return PairCheckSettings.from_dict(settings)
+        try:
+            return PairCheckSettings.from_dict(settings)
+        except ValueError as err:
+            raise FeatureFileDamaged(
+                f"{self.prefix}.json: {err}" + (f": {self.rebuild_hint}" if self.rebuild_hint
+                                                else "")) from None
 
     def rows(self, ids: np.ndarray) -> sp.csr_matrix:
         """The feature rows of dataset indices *ids*, gathered without a Python loop."""

@@ -16,7 +16,7 @@ from fairseq.data import BaseWrapperDataset
 
 from .build import dataset_prefix, open_side
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
-from .store import FeatureStore, build_command, feature_prefix
+from .store import FeatureFileDamaged, FeatureStore, build_command, feature_prefix
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +113,8 @@ def _suspect_pairs(store: FeatureStore, pair_checks: str, rule: str) -> Optional
         return None
     try:
         suspect = np.asarray(store.suspect_pairs())
+    except FeatureFileDamaged:
+        raise  # a damaged file stops the run under auto too: only absent checks turn off
     except (FileNotFoundError, ValueError) as err:
         if pair_checks == "require":
             raise

@@ -10,6 +10,7 @@ and ``fairseq-interactive`` are those of ``translation``. The flags and their ch
 
 import functools
 import logging
+import os
 from typing import Optional
 
 import numpy as np
@@ -19,6 +20,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask
 
 from .. import metrics as aa_metrics
+from ..checkpoint_file import check_checkpoint_file, resume_checkpoint
 from ..assistant import Assistant
 from ..data.batch_generator import BatchGenerator
 from ..data.batch_iterator import AutoAssistEpochBatchIterator
@@ -124,6 +126,15 @@ class AutoAssistTranslationTask(TranslationTask):
             data_shard_per_epoch=len(utils.split_paths(cfg.data)) > 1)
         return self.train_iterator
 
+    def build_model(self, cfg, from_checkpoint=False):
+        """fairseq's model; in fairseq-train (not from a checkpoint, as generate builds it),
+        first the check that the checkpoint the run will resume from is whole: fairseq-train
+        reads it after this, where an empty file ends in a bare EOFError and overwritten
+        bytes load unnoticed."""
+        if not from_checkpoint:
+            check_resume_checkpoint(self.cfg)
+        return super().build_model(cfg, from_checkpoint)
+
     def build_criterion(self, cfg):
         criterion = super().build_criterion(cfg)
         check_criterion(criterion)
@@ -163,6 +174,20 @@ class AutoAssistTranslationTask(TranslationTask):
         totals = run_totals_from_task(state)
         if totals is not None and self.train_iterator is not None:
             self.train_iterator.run_totals.update(totals)
+
+
+def check_resume_checkpoint(cfg) -> None:
+    """Raise ValueError, naming the file and the fix, where the checkpoint fairseq-train
+    would resume from (``--save-dir``/``--restore-file``) exists but is not whole."""
+    save_dir, restore_file = getattr(cfg, "save_dir", None), getattr(cfg, "restore_file", None)
+    if not save_dir or not restore_file:  # a config without the checkpoint group's values
+        return
+    path = resume_checkpoint(save_dir, restore_file)
+    if os.path.isfile(path):
+        folder = os.path.dirname(path) or "."
+        check_checkpoint_file(path, fix=(
+            f"give --restore-file another checkpoint (e.g. the latest {folder}/checkpointN.pt, "
+            f"or {folder}/checkpoint_best.pt), or remove it to start the run afresh"))
 
 
 def _all_gather(obj):

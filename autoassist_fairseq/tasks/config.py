@@ -119,6 +119,9 @@ class AutoAssistTranslationConfig(TranslationConfig):
     max_epoch: int = II("optimization.max_epoch")
     update_freq: List[int] = II("optimization.update_freq")
     save_interval_updates: int = II("checkpoint.save_interval_updates")
+    # the checkpoint fairseq-train resumes from, checked before fairseq reads it
+    save_dir: str = II("checkpoint.save_dir")
+    restore_file: str = II("checkpoint.restore_file")
 
 
 class CheckedConfig(NamedTuple):

@@ -33,6 +33,7 @@ import signal
 import threading
 import time
 import weakref
+from multiprocessing.reduction import ForkingPickler
 
 from . import worker
 from .channel import Sender, SenderClosed
@@ -258,12 +259,18 @@ def _relay(src, dst, stop, errors, received=None):
         try:
             if not src.poll(POLL_INTERVAL):
                 continue
-            msg = src.recv()
+            data = src.recv_bytes()
         except (EOFError, OSError, ValueError):
             return  # the process is gone (OSError: it died mid-message) or shut down
-        except Exception as err:  # unpickling failed: the Boss must hear of it
-            errors.append(f"the Boss could not read a message of the Assistant process: "
-                          f"{err!r}")
+        try:
+            # apart from the read: unpickling a damaged message raises EOFError or
+            # ValueError too, which must not pass for the pipe's end
+            msg = ForkingPickler.loads(data)
+        except Exception as err:  # noqa: BLE001  (whatever unpickling raises)
+            errors.append(f"the Boss could not read a message of the Assistant process "
+                          f"({len(data)} bytes: {err!r}): a message damaged in the pipe; the "
+                          "run cannot go on with this Assistant (--assistant-sync makes the "
+                          "batches in the Boss's process, without a pipe)")
             return
         if isinstance(msg, AssistantError):
             errors.append(f"the Assistant process died: {msg.message}")
