@@ -2,7 +2,7 @@
 
     pair_scorer.py         the checks fitted on a sample of raw pairs, batches scored
     score_pairs.py         the ``autoassist-score-pairs`` command (TSV in, scores out)
-    opusfilter_filter.py   an OpusFilter filter (``module: autoassist_fairseq.tools.opusfilter_filter``)
+    opusfilter_filter.py   an OpusFilter filter (its YAML's ``module:`` names this module)
     opuscleaner/           an OpusCleaner filter definition calling ``autoassist-score-pairs``
 
 Nothing here is imported by ``--user-dir autoassist_fairseq``.

@@ -47,7 +47,8 @@ def _number(x: float) -> str:
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="autoassist-score-pairs", description=__doc__.split("\n\n")[0].strip("`") + ".",
+        prog="autoassist-score-pairs",
+        description="\n\n".join(__doc__.split("\n\n")[1:4]).replace("``", ""),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="columns written after the pair: one score per check that runs ("
                "<check>_score), union_score, flag (0/1)\n\nexamples:\n"
