@@ -201,9 +201,12 @@ def cli_main(argv=None) -> int:
             raise ValueError("the lexical check is fitted and scored in one call on a prepared "
                              "corpus (autoassist-features); leave it out of --pair-checks")
         stats = score_pairs(args, settings)
+    except BrokenPipeError:  # the reader stopped early (| head): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (InputError, FileNotFoundError, ValueError, OSError) as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
-        return 1 if not isinstance(err, BrokenPipeError) else 0
+        return 1
     except KeyboardInterrupt:
         return 130
     logger.info(f"{stats['pairs']} pairs, {stats['flagged']} flagged "
