@@ -235,7 +235,9 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     run."""
     settings = settings or PairCheckSettings()
     fitted, lsi_sides = _fit(src_counts, tgt_counts, languages, symbols, settings, langs)
-    out = fitted._score(src_counts, tgt_counts, texts, lsi_sides)
+    held = [lsi_sides]  # _score lets go of the TF-IDF rows once used (2 x corpus size)
+    del lsi_sides
+    out = fitted._score(src_counts, tgt_counts, texts, held)
     if "lexical" in settings.checks:
         out[:, 7:9] = lexical_scores(src_counts, tgt_counts, joined=languages)
     return out
@@ -253,14 +255,17 @@ class FittedChecks:
         self.nb, self.lsi, self.script = nb, lsi, script
 
     def _score(self, src_counts, tgt_counts, texts, lsi_sides=None) -> np.ndarray:
+        """*lsi_sides*: a list holding the TF-IDF rows of these pairs (taken out of it)."""
         checks = self.settings.checks
         out = np.full((src_counts.shape[0], len(COLUMNS)), np.nan, dtype=np.float32)
+        if self.lsi is not None:
+            sides = lsi_sides.pop() if lsi_sides else None
+            out[:, 2] = unrelated_apply(self.lsi, src_counts, tgt_counts, sides)
+            del sides
         if self.nb is not None:
             out[:, [0, 1, 3]] = language_apply(self.nb, src_counts, tgt_counts)
         elif self.languages and "language" in checks:  # fitted on no pairs
             out[:, [0, 1, 3]] = 0.0
-        if self.lsi is not None:
-            out[:, 2] = unrelated_apply(self.lsi, src_counts, tgt_counts, lsi_sides)
         if self.symbols is not None:
             src_symbols, tgt_symbols = self.symbols
             if "digits" in checks:

@@ -9,6 +9,8 @@ union flags a pair that any filter rejects; its continuous score, to rank pairs 
 curve, is the number of filters that reject the pair.
 """
 
+import logging
+import warnings
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
@@ -46,8 +48,6 @@ def heuristics(src: str, tgt: str) -> List[Tuple[str, dict]]:
 def heuristic_flags(sources: Sequence[str], targets: Sequence[str], src: str,
                     tgt: str) -> Dict[str, np.ndarray]:
     """Per filter of :func:`heuristics`, whether it rejects each pair (bool array)."""
-    import logging
-
     from opusfilter import filters
 
     pairs = list(zip(sources, targets))
@@ -56,10 +56,12 @@ def heuristic_flags(sources: Sequence[str], targets: Sequence[str], src: str,
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # LanguageIDFilter's deprecation warning
     try:
-        for name, params in heuristics(src, tgt):
-            filt = getattr(filters, name)(**params)
-            out[name] = np.fromiter((not filt.accept(score) for score in filt.score(pairs)),
-                                    dtype=bool, count=len(pairs))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # HtmlTagFilter's BeautifulSoup, once a sentence
+            for name, params in heuristics(src, tgt):
+                filt = getattr(filters, name)(**params)
+                out[name] = np.fromiter((not filt.accept(s) for s in filt.score(pairs)),
+                                        dtype=bool, count=len(pairs))
     finally:
         quiet.setLevel(level)
     return out
