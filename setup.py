@@ -14,6 +14,8 @@ setup(
     license="MIT",
     python_requires=">=3.8",
     packages=find_packages(include=["autoassist_fairseq", "autoassist_fairseq.*"]),
+    # the OpusCleaner filter definition (autoassist_fairseq/tools/opuscleaner/*.json)
+    package_data={"autoassist_fairseq.tools": ["opuscleaner/*.json"]},
     install_requires=[
         # Both distributions provide the same `fairseq` module; the official 0.12.2
         # fails at import on Python >= 3.11 (dataclass mutable-default error).
@@ -42,6 +44,8 @@ setup(
         # tensorboard); tensorboardX is what fairseq's text_to_speech task imports,
         # whose absence prints "Please install tensorboardX" at every fairseq import
         "tensorboard": ["tensorboard", "tensorboardX"],
+        # the OpusFilter filter (autoassist_fairseq.tools.opusfilter_filter) and its test
+        "opusfilter": ["opusfilter"],
     },
     entry_points={
         "console_scripts": [
@@ -49,6 +53,7 @@ setup(
             "autoassist-diagnose = autoassist_fairseq.diagnose:cli_main",
             "autoassist-check-report = autoassist_fairseq.features.check_report:cli_main",
             "autoassist-filter = autoassist_fairseq.features.filter:cli_main",
+            "autoassist-score-pairs = autoassist_fairseq.tools.score_pairs:cli_main",
         ],
     },
 )

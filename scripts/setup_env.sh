@@ -8,8 +8,8 @@ if [[ "${BASH_SOURCE[0]}" == "$0" && ( "${1:-}" == -h || "${1:-}" == --help ) ]]
 Usage: source scripts/setup_env.sh   (or: bash scripts/setup_env.sh [-h|--help])
 
 Creates .venv in the repository when missing, installs torch==2.13.0 (CPU) first and
-then this package with its test, plot and tensorboard extras, and activates .venv when
-sourced. The install is redone only when setup.py changes (stamp: .venv/.autoassist-installed).
+then this package with its test, plot, tensorboard and opusfilter extras, and activates
+.venv when sourced. The install is redone only when setup.py changes (stamp: .venv/.autoassist-installed).
 
 Options:
   -h, --help   print this help and exit (nothing is installed)
@@ -38,8 +38,8 @@ _want="$(sha256sum "$_root/setup.py" | cut -d' ' -f1)"
 if [ ! -f "$_stamp" ] || [ "$(cat "$_stamp")" != "$_want" ]; then
     echo "[setup] installing torch==2.13.0 (CPU) first, so pip never pulls a CUDA build"
     python -m pip install --quiet ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} torch==2.13.0
-    echo "[setup] installing autoassist-fairseq with its test, plot and tensorboard extras (fairseq builds once, ~4 min)"
-    python -m pip install --quiet -e "$_root[test,plot,tensorboard]"
+    echo "[setup] installing autoassist-fairseq with its test, plot, tensorboard and opusfilter extras (fairseq builds once, ~4 min)"
+    python -m pip install --quiet -e "$_root[test,plot,tensorboard,opusfilter]"
     echo "$_want" > "$_stamp"
 else
     echo "[setup] reusing $_venv"

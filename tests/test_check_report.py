@@ -287,3 +287,31 @@ def test_a_kind_column_gets_flag_rates_per_kind(corpus, tmp_path):
     plain = check_report.report(labels, np.zeros(4, dtype=bool), {"c": np.ones(4, dtype=bool)},
                                 {"c": np.ones(4)}, {"union": np.ones(4)}, None)
     assert "flag_rate_by_kind" not in plain and "counts_by_kind" not in plain
+
+
+def test_report_sets_opusfilters_heuristics_beside_the_checks(corpus, tmp_path):
+    pytest.importorskip("opusfilter", reason="opusfilter is not installed (pip install "
+                                             "autoassist-fairseq[opusfilter])")
+    path, labelled = corpus
+    out = tmp_path / "report.json"
+    argv = [str(labelled), "--clean", str(path / "clean"), "--src", "en", "--tgt", "de",
+            "--out", str(out), "--share", "0.25", "--bpe-size", "300", "--workdir",
+            str(tmp_path), "--pair-checks", "language,unrelated,digits", "--bootstrap", "0"]
+    assert check_report.cli_main(argv) == 0
+    block = json.loads(out.read_text())["opusfilter"]
+    names = ["LengthFilter", "LengthRatioFilter", "LongWordFilter", "HtmlTagFilter",
+             "AverageWordLengthFilter", "AlphabetRatioFilter", "CharacterScoreFilter",
+             "LanguageIDFilter", "TerminalPunctuationFilter", "NonZeroNumeralsFilter",
+             "LongestCommonSubstringFilter", "RepetitionFilter"]
+    assert list(block["parameters"]) == names and set(block["flag_rate"]) == set(names) | {"union"}
+    assert block["parameters"]["CharacterScoreFilter"]["scripts"] == ["Latin", "Latin"]
+    rate = block["flag_rate"]
+    for label in ("V", "A", "L", "clean", "A+L", "V+F"):  # the union: any filter
+        assert rate["union"][label] >= max(rate[n][label] for n in names) - 1e-9
+    # a third language's letter (ñ) is still Latin; every other pair's target is English
+    assert rate["CharacterScoreFilter"]["L"] == 0
+    assert 0 <= block["auc"]["union"] <= 1 and block["pairs_per_cpu_second"] > 0
+    at = block["noise_found_at_valid_share"]["union"]
+    assert 0 <= at["0.05"] <= at["0.5"] <= 1
+    assert check_report.cli_main(argv + ["--no-opusfilter"]) == 0
+    assert "opusfilter" not in json.loads(out.read_text())

@@ -24,6 +24,8 @@ every check on the labelled pairs:
   that score which ``V``+``F`` pairs pass but for a share s (0.05, 0.1, 0.2, 0.3, 0.5);
 - ``auc_halves``: those scores' AUCs on the even and on the odd rows of the labelled file,
   two samples of it;
+- ``opusfilter``: OpusFilter's common heuristic filters on the same pairs, side by side
+  (:func:`opusfilter_report`; where opusfilter is installed, unless ``--no-opusfilter``);
 - ``intervals[figure]``: for the goals' figures (:func:`key_figures`), how far each would
   move on another labelled sample of the same size drawn the same way (:mod:`.bootstrap`
   over the labelled pairs, ``--bootstrap`` resamples).
@@ -46,6 +48,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 import zlib
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -386,6 +389,34 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
     return out
 
 
+def opusfilter_report(labels: np.ndarray, src_lines, tgt_lines, src: str, tgt: str) -> dict:
+    """OpusFilter's heuristic filters (:mod:`..tools.opusfilter_heuristics`) on the raw text of
+    every pair of the mix: their parameters, each filter's and the union's flag rates per
+    label (and A+L, V+F), the AUCs of each filter's flag and of the union's score (the number
+    of filters that reject a pair), the union's ``noise_found_at_valid_share``, and the pairs
+    the filters score a CPU second."""
+    from ..tools.opusfilter_heuristics import heuristic_flags, heuristics
+
+    start = time.process_time()
+    flags = heuristic_flags(src_lines, tgt_lines, src, tgt)
+    seconds = time.process_time() - start
+    count = np.sum([f.astype(np.float64) for f in flags.values()], axis=0)
+    kinds = sorted(set(labels.tolist()))
+    rate: Dict[str, Dict[str, float]] = {}
+    for name, f in list(flags.items()) + [("union", count > 0)]:
+        rate[name] = {k: float(f[labels == k].mean()) for k in kinds}
+        for group in (AUC_NOISE, VALID):
+            pick = np.isin(labels, group)
+            rate[name]["+".join(group)] = float(f[pick].mean()) if pick.any() else float("nan")
+    auc = {name: _auc(labels, f.astype(np.float64)) for name, f in flags.items()}
+    auc["union"] = _auc(labels, count)
+    return {"parameters": dict(heuristics(src, tgt)), "flag_rate": rate, "auc": auc,
+            "noise_found_at_valid_share": {
+                "union": {str(v): noise_found_at(labels, count, v)
+                          for v in (0.05, 0.1, 0.2, 0.3, 0.5)}},
+            "pairs_per_cpu_second": len(labels) / max(seconds, 1e-9)}
+
+
 def write_pairs(path, row, labels, dropped, flags, scores, union_flag, union, bicleaner,
                 src_lines, tgt_lines, langs) -> None:
     """Every labelled pair, in the labelled file's order, as a TSV (gzip where *path* ends
@@ -450,6 +481,8 @@ def check_report(args) -> dict:
     out = report(labels, dropped, flags, scores, union_scores, bicleaner,
                  half=np.where(row >= 0, row % 2, -1), kinds=kinds)
     union = flagged_union(dropped, flags)
+    if not args.no_opusfilter and importlib.util.find_spec("opusfilter") is not None:
+        out["opusfilter"] = opusfilter_report(labels, src_lines, tgt_lines, args.src, args.tgt)
     if args.pairs_out:
         write_pairs(args.pairs_out, row, labels, dropped, flags, scores, union,
                     union_scores["union"], bicleaner, src_lines, tgt_lines, (args.src, args.tgt))
@@ -516,6 +549,9 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pairs-out", default=None, metavar="TSV",
                         help="also write every labelled pair with each check's flag and score, "
                              "the union's, Bicleaner's and its two sides (gzip for .gz)")
+    parser.add_argument("--no-opusfilter", action="store_true",
+                        help="leave out the 'opusfilter' block: OpusFilter's heuristic filters "
+                             "on the same pairs (run where opusfilter is installed)")
     add_settings_arguments(parser)
     return parser
 
@@ -551,7 +587,9 @@ def cli_main(argv=None) -> int:
     u = out["flag_rate"]["union"]
     logger.info(f"wrote {args.out}: union flags " + ", ".join(f"{k} {v:.1%}" for k, v in u.items())
                 + f"; precision {out['precision']:.3f}, recall {out['recall']:.3f}; AUC "
-                + ", ".join(f"{k} {v:.3f}" for k, v in out["auc"].items()))
+                + ", ".join(f"{k} {v:.3f}" for k, v in out["auc"].items())
+                + (f"; OpusFilter's heuristics: union AUC {out['opusfilter']['auc']['union']:.3f}"
+                   if "opusfilter" in out else ""))
     if "flag_rate_by_kind" in out:
         logger.info("union flags per kind: " + ", ".join(
             f"{k} {v:.1%}" for k, v in out["flag_rate_by_kind"]["union"].items()))

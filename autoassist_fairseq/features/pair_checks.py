@@ -59,7 +59,7 @@ from .check_settings import (  # noqa: F401  (re-exported: the checks' public na
 from .langid_check import langid_flags, langid_scores
 from .digits import digit_counts, digit_scores  # noqa: F401  (re-exported)
 from .lexical import lexical_scores
-from .scripts import script_scores
+from .scripts import script_fit, script_scores
 from .words import Side
 
 _MIN_OWN_SUBWORDS = 3  # unshared subwords a side needs for its own-language evidence
@@ -90,18 +90,37 @@ def language_scores(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> np.
         log-likelihood ratio (own language against the other, nats per subword) over its
         subwords that the other side lacks (+inf for a side with fewer than 3 such).
     """
+    _one_vocabulary(src_counts, tgt_counts)
+    if src_counts.shape[0] == 0:
+        return np.zeros((0, 3), dtype=np.float32)
+    return language_apply(language_fit(src_counts, tgt_counts), src_counts, tgt_counts)
+
+
+def _one_vocabulary(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> None:
     if src_counts.shape != tgt_counts.shape:
         raise ValueError(f"pair checks need both sides over one vocabulary (fairseq-preprocess "
                          f"--joined-dictionary): source counts {src_counts.shape}, target "
                          f"counts {tgt_counts.shape}")
+
+
+def language_fit(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> MultinomialNB:
+    """The language check's two-class identifier, fitted on a corpus's pairs (at least one)."""
     n = src_counts.shape[0]
-    if n == 0:
-        return np.zeros((0, 3), dtype=np.float32)
     # class 0: the source language, 1: the target language; one side at a time, so that the
     # two count matrices are never stacked into a copy (2 x 4.5M rows for WMT14)
     nb = MultinomialNB(alpha=1.0, fit_prior=False)
     nb.partial_fit(src_counts, np.zeros(n, dtype=np.int64), classes=[0, 1])
     nb.partial_fit(tgt_counts, np.ones(n, dtype=np.int64))
+    return nb
+
+
+def language_apply(nb: MultinomialNB, src_counts: sp.csr_matrix,
+                   tgt_counts: sp.csr_matrix) -> np.ndarray:
+    """:func:`language_scores` of pairs under an identifier of :func:`language_fit` (fitted
+    on them, or on another corpus over the same vocabulary)."""
+    n = src_counts.shape[0]
+    if n == 0:
+        return np.zeros((0, 3), dtype=np.float32)
     out = np.empty((n, 3), dtype=np.float32)
     out[:, 0] = nb.predict_proba(src_counts)[:, 1]
     out[:, 1] = nb.predict_proba(tgt_counts)[:, 0]
@@ -126,9 +145,40 @@ def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     translation, spread over [0, 1] for two unrelated sentences; 0 for all if the corpus is
     too small to compare with random pairings. *seed*: of the SVD's sample and the pairings.
     """
+    lsi, sides = unrelated_fit(src_counts, tgt_counts, seed)
+    return unrelated_apply(lsi, sides=sides)
+
+
+class LsiSpace:
+    """What the unrelated-sides check learns from a corpus (:func:`unrelated_fit`): each
+    side's TF-IDF weights, the cross-language LSI maps and the sorted similarities of the
+    random pairings; ``maps`` is None where the corpus was too small."""
+
+    def __init__(self, tfidf, maps, null):
+        self.tfidf, self.maps, self.null = tfidf, maps, null
+
+    def sides(self, src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix):
+        """Each side's TF-IDF rows under the fitted weights, L2-normalised."""
+        return [normalize(t.transform(c).astype(np.float32))
+                for t, c in zip(self.tfidf, (src_counts, tgt_counts))]
+
+
+def _similarity(sides, maps, src_rows, tgt_rows):
+    out = np.empty(len(src_rows), dtype=np.float32)
+    for start in range(0, len(src_rows), _ROWS_PER_STEP):
+        a, b = (normalize(side[rows[start:start + _ROWS_PER_STEP]] @ m)
+                for side, rows, m in zip(sides, (src_rows, tgt_rows), maps))
+        out[start:start + len(a)] = (a * b).sum(axis=1)
+    return out
+
+
+def unrelated_fit(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix, seed: int = 0):
+    """The unrelated-sides check fitted on a corpus: ``(LsiSpace, the corpus's TF-IDF
+    sides)``. *seed*: of the SVD's sample and the pairings."""
     n = src_counts.shape[0]
-    sides = [normalize(TfidfTransformer(sublinear_tf=True).fit_transform(c).astype(np.float32))
-             for c in (src_counts, tgt_counts)]
+    tfidf = [TfidfTransformer(sublinear_tf=True).fit(c) for c in (src_counts, tgt_counts)]
+    sides = [normalize(t.transform(c).astype(np.float32))
+             for t, c in zip(tfidf, (src_counts, tgt_counts))]
     rng = np.random.default_rng(seed)
     fit_rows = np.sort(rng.choice(n, min(n, _LSI_FIT_PAIRS), replace=False))
     # far fewer latent dimensions than columns, so that each must join the two sides: with
@@ -136,25 +186,29 @@ def unrelated_p_value(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     # two projections of a translation come out unrelated
     k = min(_LSI_COMPONENTS, len(fit_rows) // 4, sum(x.shape[1] for x in sides) // 4)
     if n < 3 or k < 2:
-        return np.zeros(n, dtype=np.float32)
+        return LsiSpace(tfidf, None, None), sides
     svd = TruncatedSVD(k, random_state=seed).fit(
         sp.hstack([x[fit_rows] for x in sides], format="csr"))
     split = sides[0].shape[1]
     maps = (svd.components_[:, :split].T, svd.components_[:, split:].T)
-
-    def similarity(src_rows, tgt_rows):
-        out = np.empty(len(src_rows), dtype=np.float32)
-        for start in range(0, len(src_rows), _ROWS_PER_STEP):
-            a, b = (normalize(side[rows[start:start + _ROWS_PER_STEP]] @ m)
-                    for side, rows, m in zip(sides, (src_rows, tgt_rows), maps))
-            out[start:start + len(a)] = (a * b).sum(axis=1)
-        return out
-
-    rows = np.arange(n)
     null_src = rng.integers(n, size=_NULL_PAIRS)
     null_tgt = (null_src + rng.integers(1, n, size=_NULL_PAIRS)) % n  # another pair's target
-    null = np.sort(similarity(null_src, null_tgt))
-    at_least = len(null) - np.searchsorted(null, similarity(rows, rows), side="left")
+    return LsiSpace(tfidf, maps, np.sort(_similarity(sides, maps, null_src, null_tgt))), sides
+
+
+def unrelated_apply(lsi: LsiSpace, src_counts: Optional[sp.csr_matrix] = None,
+                    tgt_counts: Optional[sp.csr_matrix] = None, sides=None) -> np.ndarray:
+    """:func:`unrelated_p_value` of pairs (their counts, or *sides*: their
+    :meth:`LsiSpace.sides`) against the random pairings of the corpus *lsi* was fitted on."""
+    if sides is None:
+        sides = lsi.sides(src_counts, tgt_counts)
+    n = sides[0].shape[0]
+    if lsi.maps is None:
+        return np.zeros(n, dtype=np.float32)
+    rows = np.arange(n)
+    null = lsi.null
+    at_least = len(null) - np.searchsorted(null, _similarity(sides, lsi.maps, rows, rows),
+                                           side="left")
     return (at_least / len(null)).astype(np.float32)
 
 
@@ -180,24 +234,89 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     flagged; the unrelated-sides and lexical checks compare each side in its own columns and
     run."""
     settings = settings or PairCheckSettings()
-    n = src_counts.shape[0]
-    out = np.full((n, len(COLUMNS)), np.nan, dtype=np.float32)
-    if languages and "language" in settings.checks:
-        out[:, [0, 1, 3]] = language_scores(src_counts, tgt_counts)
-    if "unrelated" in settings.checks:
-        out[:, 2] = unrelated_p_value(src_counts, tgt_counts)
-    if symbols is not None:
-        src_symbols, tgt_symbols = (symbols, symbols) if isinstance(symbols[0], str) else symbols
-        if "digits" in settings.checks:
-            out[:, 4:7] = digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols)
-        if "script" in settings.checks:
-            out[:, 9] = script_scores(src_counts, tgt_counts, src_symbols, tgt_symbols,
-                                      joined=languages, rare_script=settings.rare_script)
+    fitted, lsi_sides = _fit(src_counts, tgt_counts, languages, symbols, settings, langs)
+    held = [lsi_sides]  # _score lets go of the TF-IDF rows once used (2 x corpus size)
+    del lsi_sides
+    out = fitted._score(src_counts, tgt_counts, texts, held)
     if "lexical" in settings.checks:
         out[:, 7:9] = lexical_scores(src_counts, tgt_counts, joined=languages)
-    if "langid" in settings.checks and texts is not None:
-        out[:, 10] = langid_scores(*texts, *langs)
     return out
+
+
+class FittedChecks:
+    """What the checks learn from one corpus (:func:`fit_checks`), to score other pairs over
+    the same vocabulary in batches: :func:`pair_checks` of a corpus is :meth:`score` of the
+    checks fitted on it, column for column (but the lexical check, which is fitted and
+    scored in one call with two folds, and is not offered here)."""
+
+    def __init__(self, settings, languages, symbols, langs, nb, lsi, script):
+        self.settings, self.languages, self.symbols, self.langs = (settings, languages,
+                                                                   symbols, langs)
+        self.nb, self.lsi, self.script = nb, lsi, script
+
+    def _score(self, src_counts, tgt_counts, texts, lsi_sides=None) -> np.ndarray:
+        """*lsi_sides*: a list holding the TF-IDF rows of these pairs (taken out of it)."""
+        checks = self.settings.checks
+        out = np.full((src_counts.shape[0], len(COLUMNS)), np.nan, dtype=np.float32)
+        if self.lsi is not None:
+            sides = lsi_sides.pop() if lsi_sides else None
+            out[:, 2] = unrelated_apply(self.lsi, src_counts, tgt_counts, sides)
+            del sides
+        if self.nb is not None:
+            out[:, [0, 1, 3]] = language_apply(self.nb, src_counts, tgt_counts)
+        elif self.languages and "language" in checks:  # fitted on no pairs
+            out[:, [0, 1, 3]] = 0.0
+        if self.symbols is not None:
+            src_symbols, tgt_symbols = self.symbols
+            if "digits" in checks:
+                out[:, 4:7] = digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols)
+            if "script" in checks:
+                out[:, 9] = script_scores(src_counts, tgt_counts, src_symbols, tgt_symbols,
+                                          joined=self.languages,
+                                          rare_script=self.settings.rare_script,
+                                          fitted=self.script)
+        if "langid" in checks and texts is not None:
+            out[:, 10] = langid_scores(*texts, *self.langs)
+        return out
+
+    def score(self, src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
+              texts: Optional[Tuple[Side, Side]] = None) -> np.ndarray:
+        """:func:`pair_checks`'s columns of these pairs (counts over the fitted vocabulary;
+        *texts*: their sentences, for the langid check)."""
+        return self._score(src_counts, tgt_counts, texts)
+
+
+def _fit(src_counts, tgt_counts, languages, symbols, settings, langs):
+    nb = lsi = script = lsi_sides = None
+    if languages and "language" in settings.checks:
+        _one_vocabulary(src_counts, tgt_counts)
+        if src_counts.shape[0]:
+            nb = language_fit(src_counts, tgt_counts)
+    if "unrelated" in settings.checks:
+        lsi, lsi_sides = unrelated_fit(src_counts, tgt_counts)
+    if symbols is not None:
+        symbols = (symbols, symbols) if isinstance(symbols[0], str) else tuple(symbols)
+        if "script" in settings.checks:
+            script = script_fit(src_counts, tgt_counts, *symbols, joined=languages,
+                                rare_script=settings.rare_script)
+    return FittedChecks(settings, languages, symbols, langs, nb, lsi, script), lsi_sides
+
+
+def fit_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix, languages: bool = True,
+               symbols: Optional[Sequence[str]] = None,
+               settings: Optional[PairCheckSettings] = None,
+               langs: Tuple[str, str] = ("", "")) -> FittedChecks:
+    """The checks fitted on a corpus (arguments as :func:`pair_checks`), to score other pairs
+    over the same vocabulary with :meth:`FittedChecks.score`.
+
+    Raises:
+        ValueError: *settings* name the lexical check (fitted and scored in one call).
+    """
+    settings = settings or PairCheckSettings()
+    if "lexical" in settings.checks:
+        raise ValueError("the lexical check is fitted and scored on one corpus in one call "
+                         "(autoassist-features); leave it out of --pair-checks here")
+    return _fit(src_counts, tgt_counts, languages, symbols, settings, langs)[0]
 
 
 def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = None):

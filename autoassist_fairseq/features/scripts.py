@@ -21,7 +21,7 @@ product per side with a (vocabulary x scripts) table of the subwords' letters.
 """
 
 import unicodedata
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -67,15 +67,25 @@ def script_table(symbols: Sequence[str], vocab_size: int):
     return table, list(scripts)
 
 
+def rare_scripts(counts: sp.csr_matrix, table: sp.csr_matrix,
+                 rare_script: float = RARE_SCRIPT) -> np.ndarray:
+    """Which scripts are rare on a side (1.0) over its corpus: under *rare_script* of the
+    letters of *counts* (its subword counts; *table*: :func:`script_table`)."""
+    totals = table.T @ np.asarray(counts.sum(axis=0)).ravel()
+    return (totals < rare_script * max(float(totals.sum()), 1.0)).astype(np.float32)
+
+
 def foreign_script_share(counts: sp.csr_matrix, own: sp.csr_matrix, table: sp.csr_matrix,
-                         rare_script: float = RARE_SCRIPT) -> np.ndarray:
+                         rare_script: float = RARE_SCRIPT,
+                         rare: Optional[np.ndarray] = None) -> np.ndarray:
     """Per sentence of one side, the share of the letters of *own* (its subword counts less
     those the other side shares; *counts* itself where no column is shared) that are in
     scripts rare on the side (under *rare_script* of its letters in *counts*); NaN under
     :data:`_MIN_LETTERS` such letters. *table*: :func:`script_table` of the side's
-    vocabulary."""
-    totals = table.T @ np.asarray(counts.sum(axis=0)).ravel()
-    rare = (totals < rare_script * max(float(totals.sum()), 1.0)).astype(np.float32)
+    vocabulary; *rare*: :func:`rare_scripts` of another corpus of the side, fitted there
+    (default: of *counts*)."""
+    if rare is None:
+        rare = rare_scripts(counts, table, rare_script)
     letters = own @ table
     in_rare = np.asarray(letters @ rare).ravel()
     all_letters = np.asarray(letters.sum(axis=1)).ravel()
@@ -84,17 +94,30 @@ def foreign_script_share(counts: sp.csr_matrix, own: sp.csr_matrix, table: sp.cs
     return np.where(in_rare >= _MIN_LETTERS, share, np.nan).astype(np.float32)
 
 
-def script_scores(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
-                  src_symbols: Sequence[str], tgt_symbols: Sequence[str],
-                  joined: bool = True, rare_script: float = RARE_SCRIPT) -> np.ndarray:
-    """Per pair, the larger foreign-script share of its two sides (NaN: neither side holds
-    :data:`_MIN_LETTERS` letters of a rare script). *joined*: one vocabulary on both sides,
-    so that the subwords the two sides share can be left out (with two vocabularies a
-    column is not the same subword on both sides, and every letter counts)."""
-    shared = src_counts.minimum(tgt_counts) if joined else None
+def script_fit(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
+               src_symbols: Sequence[str], tgt_symbols: Sequence[str], joined: bool = True,
+               rare_script: float = RARE_SCRIPT):
+    """What the script check learns from a corpus: each side's :func:`script_table` and
+    :func:`rare_scripts`, ``((source table, target table), (source rare, target rare))``."""
     src_table = script_table(src_symbols, src_counts.shape[1])[0]
     # joined: a column is the same subword on both sides, so one table serves both
     tgt_table = src_table if joined else script_table(tgt_symbols, tgt_counts.shape[1])[0]
-    shares = [foreign_script_share(c, c - shared if joined else c, table, rare_script)
-              for c, table in ((src_counts, src_table), (tgt_counts, tgt_table))]
+    return (src_table, tgt_table), (rare_scripts(src_counts, src_table, rare_script),
+                                    rare_scripts(tgt_counts, tgt_table, rare_script))
+
+
+def script_scores(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
+                  src_symbols: Sequence[str], tgt_symbols: Sequence[str],
+                  joined: bool = True, rare_script: float = RARE_SCRIPT,
+                  fitted: Optional[tuple] = None) -> np.ndarray:
+    """Per pair, the larger foreign-script share of its two sides (NaN: neither side holds
+    :data:`_MIN_LETTERS` letters of a rare script). *joined*: one vocabulary on both sides,
+    so that the subwords the two sides share can be left out (with two vocabularies a
+    column is not the same subword on both sides, and every letter counts). *fitted*:
+    :func:`script_fit` of a corpus over the same vocabulary (default: of these pairs)."""
+    shared = src_counts.minimum(tgt_counts) if joined else None
+    tables, rares = fitted or script_fit(src_counts, tgt_counts, src_symbols, tgt_symbols,
+                                         joined, rare_script)
+    shares = [foreign_script_share(c, c - shared if joined else c, table, rare_script, rare)
+              for c, table, rare in zip((src_counts, tgt_counts), tables, rares)]
     return np.fmax(*shares)

@@ -1,0 +1,248 @@
+"""autoassist-score-pairs, the OpusFilter filter and the OpusCleaner filter definition: the
+pair checks on raw tab-separated pairs give the flags of the fairseq path."""
+
+import gzip
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autoassist_fairseq.features.check_report import _script, joined_counts
+from autoassist_fairseq.features.pair_checks import PairCheckSettings, flagged, pair_checks
+from autoassist_fairseq.tools import score_pairs
+
+ROOT = Path(__file__).resolve().parents[1]
+JSON = ROOT / "autoassist_fairseq" / "tools" / "opuscleaner" / "autoassist_pair_checks.json"
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+# the toy languages' random words are no language py3langid knows: the langid check would
+# flag nearly every pair, so it is left out here (its columns: tests/test_pair_checks_langid.py)
+CHECKS = ("language", "unrelated", "digits", "script")
+BPE = ["--bpe-size", "300", "--pair-checks", ",".join(CHECKS)]
+
+
+def _vocab(rng, n, length=(3, 8)):
+    return ["".join(rng.choice(list(LETTERS), size=rng.integers(*length))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """1200 pairs of a toy language pair (each "en" word has its "de" word), 15% noise:
+    copies, other pairs' targets, a third language with its own letter, other numbers."""
+    rng = np.random.default_rng(0)
+    en, de, third = _vocab(rng, 150), _vocab(rng, 150), [w + "ñ" for w in _vocab(rng, 60)]
+
+    def pair():
+        words = rng.integers(0, 150, size=rng.integers(4, 12))
+        return " ".join(en[w] for w in words), " ".join(de[w] for w in words)
+
+    pairs = []
+    for i in range(1200):
+        s, t = pair()
+        kind = i % 20
+        if kind == 0:
+            t = s  # copied
+        elif kind == 1:
+            t = pair()[1]  # misaligned
+        elif kind == 2:
+            t = " ".join(rng.choice(third, size=rng.integers(4, 12)))
+        elif kind == 3:
+            s, t = s + f" {rng.integers(1000, 9999)}", t + f" {rng.integers(1000, 9999)}"
+        pairs.append((s, t))
+    path = tmp_path_factory.mktemp("score")
+    tsv = path / "pairs.tsv"
+    tsv.write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    return path, tsv, pairs
+
+
+def _prepared(path, pairs):
+    """The usual preparation's steps on the pairs: a joint sentencepiece model
+    (scripts/spm_train_encode.py train, one thread) and the encoded pieces per side."""
+    spm = _script("spm_train_encode")
+    raw = [path / f"raw.{lang}" for lang in ("en", "de")]
+    for side, file in enumerate(raw):
+        file.write_text("".join(p[side] + "\n" for p in pairs), encoding="utf-8")
+    model = path / "spm"
+    assert spm.main(["train", "--model-prefix", str(model), "--vocab-size", "300",
+                     "--threads", "1"] + [str(f) for f in raw]) == 0
+    pieces = [path / f"pieces.{lang}" for lang in ("en", "de")]
+    assert spm.main(["encode", "--model", f"{model}.model", "--inputs"] + [str(f) for f in raw]
+                    + ["--outputs"] + [str(f) for f in pieces]) == 0
+    return f"{model}.model", [[line.split() for line in f.read_text().split("\n")[:-1]]
+                              for f in pieces]
+
+
+def _fairseq_path_flags(pieces):
+    """The flags autoassist-features gives: joined counts of the pieces, pair_checks, flagged."""
+    counts, symbols, sides = joined_counts(*pieces)
+    settings = PairCheckSettings(checks=CHECKS)
+    checks = pair_checks(*counts, symbols=symbols, settings=settings, texts=sides,
+                         langs=("en", "de"))
+    return flagged(checks, settings)
+
+
+def _read(path):
+    return [line.split("\t") for line in Path(path).read_text(encoding="utf-8").splitlines()]
+
+
+def test_scores_have_the_fairseq_paths_flags(corpus, tmp_path):
+    path, tsv, pairs = corpus
+    model, pieces = _prepared(tmp_path, pairs)
+    expected = _fairseq_path_flags(pieces)
+    assert 0.1 < expected.mean() < 0.4  # the noise is found, and the flags are a real test
+    out = tmp_path / "scored.tsv"
+    # the model of the usual preparation; one batch, then batches of 250 pairs
+    for batch in ("100000", "250"):
+        assert score_pairs.cli_main([str(tsv), "--src", "en", "--tgt", "de", "--out", str(out),
+                                     "--spm-model", model, "--header", "--batch-size", batch,
+                                     "--quiet", "--pair-checks", ",".join(CHECKS)]) == 0
+        rows = _read(out)
+        header, rows = rows[0], rows[1:]
+        assert header[:2] == ["en", "de"] and header[-2:] == ["union_score", "flag"]
+        assert [c for c in header[2:-2]] == [f"{c}_score" for c in CHECKS]
+        assert [(r[0], r[1]) for r in rows] == pairs
+        np.testing.assert_array_equal(np.array([int(r[-1]) for r in rows], dtype=bool),
+                                      expected)
+    # its own model, trained on the input as the preparation trains it
+    assert score_pairs.cli_main([str(tsv), "--src", "en", "--tgt", "de", "--out", str(out),
+                                 "--quiet"] + BPE) == 0
+    np.testing.assert_array_equal(np.array([int(r[-1]) for r in _read(out)], dtype=bool),
+                                  expected)
+
+
+def test_fit_corpus_drop_flagged_and_weights(corpus, tmp_path):
+    path, tsv, pairs = corpus
+    scored, kept, weights = tmp_path / "s.tsv", tmp_path / "kept.tsv.gz", tmp_path / "w.txt"
+    fit = tmp_path / "fit.tsv.gz"
+    with gzip.open(fit, "wt", encoding="utf-8") as f:
+        f.write(tsv.read_text(encoding="utf-8"))
+    common = ["--src", "en", "--tgt", "de", "--fit", str(fit), "--quiet"] + BPE
+    assert score_pairs.cli_main([str(tsv), "--out", str(scored)] + common) == 0
+    flags = [int(r[-1]) for r in _read(scored)]
+    assert score_pairs.cli_main([str(tsv), "--out", str(kept), "--drop-flagged",
+                                 "--weights-out", str(weights)] + common) == 0
+    with gzip.open(kept, "rt", encoding="utf-8") as f:
+        assert [tuple(line.rstrip("\n").split("\t")) for line in f] == \
+            [p for p, flag in zip(pairs, flags) if not flag]
+    assert weights.read_text().split() == [str(1 - flag) for flag in flags]
+    # a fit sample smaller than the input: every pair is still scored
+    assert score_pairs.cli_main([str(tsv), "--out", str(scored), "--fit-pairs", "600",
+                                 "--batch-size", "500"] + common) == 0
+    rows = _read(scored)
+    assert len(rows) == len(pairs) and 0.05 < np.mean([int(r[-1]) for r in rows]) < 0.5
+
+
+def _shim(tmp_path):
+    """PATH with autoassist-score-pairs (the installed console script, or this checkout's)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if shutil.which("autoassist-score-pairs") is None:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        script = bin_dir / "autoassist-score-pairs"
+        script.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m "
+                          "autoassist_fairseq.tools.score_pairs \"$@\"\n")
+        script.chmod(0o755)
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    return env
+
+
+def test_opuscleaner_definition_runs_as_opuscleaner_runs_it(corpus, tmp_path):
+    path, tsv, pairs = corpus
+    definition = json.loads(JSON.read_text())
+    assert definition["type"] == "bilingual"
+    params = {name: p.get("default", "") for name, p in definition["parameters"].items()}
+    params.update(SRC_LANG="en", TRG_LANG="de", BPE_SIZE=300, CHECKS=",".join(CHECKS))
+    # opuscleaner.filters.filter_format_command: NAME=quoted value; ...; command (bash)
+    command = "; ".join(f"{k}={shlex.quote(str(v))}" for k, v in params.items()) + "; " + \
+        definition["command"]
+    env = _shim(tmp_path)
+    done = subprocess.run(["bash", "-c", command], input=tsv.read_bytes(), capture_output=True,
+                          cwd=JSON.parent, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    kept = [tuple(line.split("\t")) for line in done.stdout.decode().splitlines()]
+    scored = tmp_path / "scored.tsv"
+    assert score_pairs.cli_main([str(tsv), "--src", "en", "--tgt", "de", "--out", str(scored),
+                                 "--quiet"] + BPE) == 0
+    assert kept == [p for p, r in zip(pairs, _read(scored)) if r[-1] == "0"]
+    assert 0.6 * len(pairs) < len(kept) < len(pairs)
+
+
+def test_opusfilter_yaml_runs_the_filter(corpus, tmp_path):
+    opusfilter = pytest.importorskip("opusfilter.opusfilter",
+                                     reason="opusfilter is not installed (pip install "
+                                            "autoassist-fairseq[opusfilter])")
+    path, tsv, pairs = corpus
+    for side, lang in enumerate(("en", "de")):
+        (tmp_path / f"in.{lang}").write_text("".join(p[side] + "\n" for p in pairs))
+    config = {"common": {"output_directory": str(tmp_path)}, "steps": [
+        {"type": "filter", "parameters": {
+            "inputs": ["in.en", "in.de"], "outputs": ["out.en", "out.de"],
+            "filters": [{"AutoAssistPairChecks": {"languages": ["en", "de"], "bpe_size": 300,
+                                                  "checks": list(CHECKS), "chunksize": 700,
+                                                  "min_fit": 600},
+                         "module": "autoassist_fairseq.tools.opusfilter_filter"}]}},
+        {"type": "score", "parameters": {
+            "inputs": ["in.en", "in.de"], "output": "scores.jsonl",
+            "filters": [{"AutoAssistPairChecks": {"languages": ["en", "de"], "bpe_size": 300,
+                                                  "checks": list(CHECKS)},
+                         "module": "autoassist_fairseq.tools.opusfilter_filter"}]}}]}
+    opusfilter.OpusFilter(config).execute_steps()
+    kept = list(zip(*[(tmp_path / f"out.{lang}").read_text().splitlines()
+                      for lang in ("en", "de")]))
+    assert 0.6 * len(pairs) < len(kept) < len(pairs)
+    # chunks of 700 and 500 pairs: the second (under min_fit) scored by the first's fit
+    scores = [json.loads(line)["AutoAssistPairChecks"]
+              for line in (tmp_path / "scores.jsonl").read_text().splitlines()]
+    assert len(scores) == len(pairs)
+    assert {"flag", "union", "language", "unrelated"} <= set(scores[0])
+    # score step: one chunk of all pairs, fitted on itself as the scorer fits the input
+    scored = tmp_path / "scored.tsv"
+    assert score_pairs.cli_main([str(tsv), "--src", "en", "--tgt", "de", "--out", str(scored),
+                                 "--quiet"] + BPE) == 0
+    assert [s["flag"] for s in scores] == [int(r[-1]) for r in _read(scored)]
+
+
+def _error(capsys, argv):
+    code = score_pairs.cli_main(argv)
+    err = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in err
+    return err
+
+
+def test_errors_name_the_line_and_the_fix(tmp_path, capsys):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("a b\tc d\none\ttwo\tthree\n")
+    err = _error(capsys, [str(bad), "--src", "en", "--tgt", "de"])
+    assert "line 2: 2 tabs" in err and "exactly one tab" in err
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    assert "no pairs (empty input)" in _error(capsys, [str(empty), "--src", "en", "--tgt", "de"])
+    assert "no such file" in _error(capsys, [str(tmp_path / "missing.tsv"), "--src", "en",
+                                             "--tgt", "de"])
+    assert "sentencepiece model not found" in _error(
+        capsys, [str(bad), "--src", "en", "--tgt", "de", "--spm-model", str(tmp_path / "x")])
+    assert "no such folder" in _error(capsys, [str(bad), "--src", "en", "--tgt", "de", "--out",
+                                               str(tmp_path / "no" / "out.tsv")])
+    assert "lexical" in _error(capsys, [str(bad), "--src", "en", "--tgt", "de", "--pair-checks",
+                                        "language,lexical"])
+
+
+def test_stdin_to_stdout(corpus):
+    """The console script's stdin mode (spooled, sampled, scored), in a process of its own;
+    a line without a tab fails with its number."""
+    path, tsv, pairs = corpus
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = [sys.executable, "-m", "autoassist_fairseq.tools.score_pairs", "--src", "en", "--tgt",
+           "de", "--quiet"] + BPE
+    done = subprocess.run(run, input=tsv.read_bytes(), capture_output=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    assert [tuple(line.split("\t")[:2]) for line in done.stdout.decode().splitlines()] == pairs
+    done = subprocess.run(run, input=b"one\ttwo\nthree four\n", capture_output=True, env=env,
+                          timeout=300)
+    assert done.returncode == 1 and b"stdin, line 2: 0 tabs" in done.stderr
+    assert b"Traceback" not in done.stderr
