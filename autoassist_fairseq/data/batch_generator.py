@@ -192,13 +192,16 @@ class BatchGenerator:
 
     def begin(self, msg) -> None:
         """Apply a ``RestartStream`` control message: a saved state, or a fresh pass; and
-        whether every candidate is accepted from now on (annealing, uniform fallback)."""
+        whether every candidate is accepted from now on (annealing, uniform fallback).
+
+        A state's ``accept_all`` records what its windows did; whether the next ones accept
+        every pair is the Boss's to say at every restart, so a run resumed after the saved
+        run fell back to uniform batches scores its windows with its own Assistant again."""
         if msg.state is not None:
             self.load_state_dict(msg.state)
         else:
             self.begin_pass(msg.data_pass)
-            self.accept_all = False
-        self.accept_all = self.accept_all or bool(msg.accept_all)
+        self.accept_all = bool(msg.accept_all)
         self.accept_all_from = msg.accept_all_from
 
     @property

@@ -91,6 +91,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self._cur_epoch_itr = None
         self._num_batches = None
         self._resume: Optional[dict] = None  # checkpoint state, applied at next epoch start
+        self._saved_accept_all: Optional[bool] = None  # the resumed plan's windows took all
+        self._restored_assistant = False
         self._carry = carry
         self.data_shard_per_epoch = data_shard_per_epoch
         self.run_totals = carry["run_totals"] if carry else dict.fromkeys(RUN_TOTALS, 0.0)
@@ -135,6 +137,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         if anneal_epoch is not None and self.epoch >= anneal_epoch:
             # before the count: an annealed epoch is a whole pass, not the skipping count
             self.client.start_annealing()
+        if resume is not None:
+            self._log_saved_acceptance()
         if resume is not None and resume.get("epoch") == self.epoch and offset > 0:
             num_batches = resume.get("num_batches")
             if num_batches is None:  # saved without a batch count (plain translation)
@@ -169,6 +173,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def _start(self, resume: Optional[dict]) -> int:
         """Start the Assistant (once) and position the stream; returns the epoch offset."""
         own, offset = None, 0
+        self._saved_accept_all = None
         if resume is not None:
             offset = int(resume.get("offset") or 0) if resume.get("epoch") == self.epoch else 0
             own = self._own_entry(resume)
@@ -185,6 +190,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             self._batches_before = self._carry["batches_done"]
         if own is not None and own.get("stream") is not None:
             self.stream.restore(StreamState(**own["stream"]))
+            self._saved_accept_all = bool(self.stream.gen_state.get("accept_all"))
             logger.info(f"resuming the batch stream at pass {self.stream.gen_state['epoch']}, "
                         f"window {self.stream.gen_state['next_window']}, with "
                         f"{len(self.stream.pending)} batches planned")
@@ -198,11 +204,29 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             assistant = (own or {}).get("assistant") or (self._carry or {}).get("assistant")
             # the restored count was logged by the saved run
             self._logged_nonfinite = int((assistant or {}).get("nonfinite", 0))
+            self._restored_assistant = assistant is not None
             self.client.start(self.epoch, assistant, "the checkpoint" if own is not None
                               else "the previous data shard",
                               accept_all_from=self._anneal_seq(self._batches_before + offset))
         self._carry = None
         return offset
+
+    def _log_saved_acceptance(self) -> None:
+        """A resumed batch plan whose windows accepted every pair (the saved run fell back
+        to uniform batches, or annealed) while this run's next windows do not: say so, and
+        from where this run's Assistant decides."""
+        client = self.client
+        if not self._saved_accept_all or client.next_window_accepts_all:
+            return
+        start = ("from the Assistant state restored above" if self._restored_assistant
+                 else "from a new Assistant (the checkpoint holds no Assistant state)")
+        logger.warning(
+            "the checkpoint's batch plan accepts every pair: the saved run went on with "
+            "uniform batches after its Assistant failed (--assistant-fallback uniform), or "
+            f"it was annealing. The {len(self.stream.pending)} batches already planned are "
+            "trained as planned; the windows after them are scored by this run's Assistant "
+            f"again, {start}, and skip pairs (to go on training on every pair, resume with "
+            "--task translation)")
 
     def _anneal_seq(self, trained: int) -> Optional[int]:
         """The stream's number of the batch at which annealing by updates starts, when

@@ -89,11 +89,11 @@ class LocalSource:
         """Go on from *gen_state* (windows made since are dropped by the Boss). Every batch
         numbered below *reported_before* has been trained, its losses already given. From
         the window whose first batch is numbered *accept_all_from* on, every pair is
-        accepted."""
+        accepted; before it, only with *accept_all* or without an Assistant (the state's
+        own ``accept_all`` is a record, see :meth:`BatchGenerator.begin`)."""
         with self._cond:
             self.generator.load_state_dict(gen_state)
-            self.generator.accept_all = self.generator.accept_all or accept_all \
-                or self.assistant is None
+            self.generator.accept_all = bool(accept_all) or self.assistant is None
             self.generator.accept_all_from = accept_all_from
             self._reported = max(self._reported, reported_before - 1)
             self._cond.notify_all()
