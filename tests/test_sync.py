@@ -370,3 +370,41 @@ def test_a_run_resumed_after_the_uniform_fallback_scores_with_its_assistant_agai
     assert not resumed.client.fell_back
     odd = np.mean(np.concatenate(trained[-40:]) % 2 == 1)
     assert odd < 0.3, odd  # odd ids at 0.2 again (uniform batches: about half)
+
+
+def test_a_bug_of_the_boss_process_is_not_taken_for_a_failed_assistant(monkeypatch):
+    """Issue 48, item 7. Under --assistant-fallback uniform, an exception of the batch
+    generator (the Boss's own code) in --assistant-sync mode propagates with its traceback,
+    not as a dead Assistant that silently turns the run into uniform training; the
+    Assistant's own exceptions, and non-finite scores, still fall back."""
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(3, 30, 2000), rng.integers(3, 30, 2000)
+    gen = BatchGenerator(np.arange(2000), *sizes, max_tokens=600, window_size=300, seed=3)
+    real_cut, calls = BatchGenerator._cut, []
+
+    def cut(self, pool):
+        calls.append(len(pool))
+        if len(calls) == 3:  # once: the next window would go on fine
+            raise IndexError("a generator bug")
+        return real_cut(self, pool)
+
+    monkeypatch.setattr(BatchGenerator, "_cut", cut)
+    stream = BatchStream(gen)
+    client = AssistantClient(lambda: LocalSource(gen, _OddHalfAssistant, lag=0), gen, stream,
+                             fallback="uniform")
+    client.start(first_pass=1)
+    with pytest.raises(IndexError, match="a generator bug"):
+        for _ in range(200):
+            batch = stream.next_batch(client.next_window)
+            client.send_losses(batch.ids, np.ones(len(batch.ids)), batch.seq)
+    assert not client.fell_back and client.source.learns
+
+    class NonFinite(_OddHalfAssistant):
+        def accept_probability(self, ids):
+            return np.full(len(ids), np.nan)
+
+    source = LocalSource(gen, NonFinite, lag=0)
+    source.restart(gen.state_dict(), accept_all=False, reported_before=gen.batches_made)
+    with pytest.raises(AssistantDied, match="non-finite acceptance probabilities for 300 of "
+                                            "300 candidates"):
+        source.next_window()
