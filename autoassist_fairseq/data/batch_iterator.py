@@ -197,6 +197,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             changed = describe_window_change(self.stream.gen_state, self.generator.window_size)
             if changed:
                 logger.info(changed)
+            self._warn_planned_over_limits()
         elif resume is not None and offset > 0 and resume.get("ranks") is not None:
             logger.warning(f"this rank's batch plan is not in the checkpoint: the rest of "
                            f"epoch {self.epoch} comes from a fresh data pass")
@@ -210,6 +211,24 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                               accept_all_from=self._anneal_seq(self._batches_before + offset))
         self._carry = None
         return offset
+
+    def _warn_planned_over_limits(self) -> None:
+        """A resume trains the batches already planned as they are (that keeps a mid-epoch
+        resume exact); a lower --max-tokens or --batch-size than they were cut under applies
+        from the first window after them: say so, and how to apply it at once."""
+        gen, planned = self.generator, [b.ids for b in self.stream.pending]
+        over = [ids for ids in planned if gen.exceeds_bounds(ids)]
+        if not over:
+            return
+        bounds = gen.bound_flags()
+        logger.warning(
+            f"{len(over)} of the {len(planned)} batches already planned exceed this run's "
+            f"{bounds} (up to {max(map(gen.batch_cost, over))} tokens a batch, padding "
+            "included): they were cut under the saved run's values, and a resume trains the "
+            f"planned batches as they are, exactly as saved; {bounds} applies from the first "
+            f"window after them, {len(planned)} batches from here. To apply it at once (e.g. "
+            "after running out of memory), resume with --reset-dataloader, which starts a new "
+            "Assistant and batch plan")
 
     def _log_saved_acceptance(self) -> None:
         """A resumed batch plan whose windows accepted every pair (the saved run fell back
