@@ -8,7 +8,8 @@ batches are collated as fairseq's own iterator does (``collate``).
 Each epoch is a fixed number of batches taken from this rank's stream (``batch_stream``),
 equal on every rank, so distributed collectives never hang. Every collective here runs on
 the training thread at a point every rank reaches in the same order: the start of an
-epoch, the training step before a checkpoint, and the start of validation.
+epoch, the end of an update after which fairseq may save (the task's ``reduce_metrics``),
+and the start of validation.
 
 Over 300 lines for a reason: fairseq's trainer holds one ``EpochBatchIterating`` object, so
 its epochs, its checkpoint state and the losses it hands back to the Assistant live on one
@@ -98,6 +99,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.run_totals = carry["run_totals"] if carry else dict.fromkeys(RUN_TOTALS, 0.0)
         self.rank_states: List[Optional[dict]] = [None] * num_shards
         self._synced_at = None  # (epoch, consumed) of the rank states gathered last
+        self._gather_due = False  # the update under way may be followed by a save
         self._batches_before = 0  # batches trained before the current epoch iterator's start
         self._logged = {}
         self._logged_nonfinite = 0
@@ -298,11 +300,26 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
 
     def sync_checkpoint_state(self) -> None:
         """Gather every rank's stream and Assistant state, so that the checkpoint that rank
-        0 writes next resumes every rank exactly. Every rank calls this at the same point."""
-        if self.num_shards == 1 or self._cur_epoch_itr is None:
+        0 writes next resumes every rank exactly. Every rank calls this at the same point.
+        A second call at the same consumed count (validation after the step that gathered)
+        gathers nothing new: no step ran between, on any rank."""
+        self._gather_due = False
+        if self.num_shards == 1 or self._cur_epoch_itr is None \
+                or self._synced_at == (self.epoch, self.iterations_in_epoch):
             return
         self.rank_states = self.all_gather(self._rank_state())
         self._synced_at = (self.epoch, self.iterations_in_epoch)
+
+    def end_update(self) -> None:
+        """Called on every rank once an update's logs are reduced (the task's
+        ``reduce_metrics``), after its step: where fairseq may save next, every rank's state
+        is gathered now, holding the losses of this last update. fairseq's validation
+        gathers too (``begin_valid_epoch``), but a save without it (``--disable-validation``,
+        an end-of-epoch save when ``--validate-interval`` is over 1) has only this. After an
+        update fairseq skips (an ``--fp16`` overflow) no reduce follows: a save without
+        validation then warns that the other ranks' states are older."""
+        if self._gather_due:
+            self.sync_checkpoint_state()
 
     def _rank_state(self) -> dict:
         # the losses of every batch trained so far reach the Assistant before its state is
@@ -331,8 +348,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     # -- Boss -> Assistant ----------------------------------------------------------------
     def begin_update(self, update_num: int) -> None:
         """Called by every micro-batch of an update, before its step; acts at the first:
-        hands over the previous update's losses (its step has ended), and gathers every
-        rank's batch plan before an update after which fairseq may save.
+        hands over the previous update's losses (its step has ended), and marks an update
+        after which fairseq may save, whose end gathers every rank's state (:meth:`end_update`).
 
         A micro-batch of the same update number starts another update where the batches
         consumed since the last first micro-batch are a whole update's: after fairseq skips
@@ -345,7 +362,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self._last_update = (update_num, self.epoch, self.iterations_in_epoch)
         self.flush_losses()
         if self.points.saves_after(update_num) or self.end_of_epoch():
-            self.sync_checkpoint_state()
+            self._gather_due = True
 
     def hold_losses(self, meta: dict, losses) -> bool:
         """A trained batch's per-sentence losses (a tensor, maybe on the device): handed to

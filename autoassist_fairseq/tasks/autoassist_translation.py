@@ -166,7 +166,9 @@ class AutoAssistTranslationTask(TranslationTask):
         if itr is None:
             aa_metrics.reduce(logging_outputs, None)
         else:
-            aa_metrics.reduce(logging_outputs, itr.run_totals, on_failure=itr.stop_on_failure)
+            if aa_metrics.reduce(logging_outputs, itr.run_totals,
+                                 on_failure=itr.stop_on_failure):
+                itr.end_update()  # every rank, after the step: the states a save needs
 
     def set_checkpoint_dict(self, state: dict) -> None:
         """Only checkpoints of schema version 5 and older have a task dict: the run's totals,
