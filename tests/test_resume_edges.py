@@ -4,6 +4,7 @@ pass resumed with another ``--assistant-window``."""
 import logging
 
 import numpy as np
+import pytest
 import torch
 
 from autoassist_fairseq.transport.local_source import LocalSource
@@ -260,3 +261,43 @@ def test_a_lower_max_tokens_at_a_resume_is_logged_from_where_it_applies(caplog):
     trained = train(resumed, epoch, len(planned) + 20)
     assert [ids.tolist() for ids in trained[:len(planned)]] == [ids.tolist() for ids in planned]
     assert all(cost(ids) <= 200 for ids in trained[len(planned):])
+
+
+def test_the_counts_of_an_update_fairseq_never_reduced_are_not_lost():
+    """Issue 48, item 6. After an --fp16 overflow fairseq skips reduce_metrics for that
+    update, whose stats the iterator had already popped: they go with the next update's
+    logs, so the run's totals (aa_boss_tok, aa_skip_tok) count every batch trained."""
+    from fairseq import metrics
+
+    from autoassist_fairseq import metrics as aa_metrics
+    from autoassist_fairseq.losses import train_step_with_losses
+
+    class Criterion:
+        def compute_loss(self, model, net_output, sample, reduce=True):
+            loss = net_output.reshape(-1)
+            return (loss.sum(), loss.sum()) if reduce else (loss, loss)
+
+    gen = _generator()
+    itr = AutoAssistEpochBatchIterator(list(range(N)), _collate, gen,
+                                       lambda: LocalSource(gen, _NonfiniteCounter, 10**9))
+    epoch, crit, tokens = itr.next_epoch_itr(), Criterion(), 0
+    update = 0
+    with metrics.aggregate(new_root=True):
+        for step in range(30):
+            sample = next(epoch)
+            bsz = len(sample["autoassist"]["ids"])
+            out = torch.ones(bsz, 3)
+            sample.update(target=torch.full((bsz, 3), 5), net_input={"src_tokens": out})
+            _, stats = train_step_with_losses(
+                lambda: (crit.compute_loss(None, out, sample), bsz, {}), itr, sample, crit,
+                update, padding_idx=1)
+            tokens += sample["autoassist"]["tokens"]
+            if step in (4, 11, 12):  # an overflow: no reduce, and the update is not counted
+                continue
+            aa_metrics.reduce([aa_metrics.logging_output(stats, {})], itr.run_totals)
+            itr.end_update()
+            update += 1
+    credited = itr.stream.credited_at(itr.iterations_in_epoch)
+    assert itr.run_totals["boss_tokens"] == tokens
+    assert itr.run_totals["considered_tokens"] == pytest.approx(credited["considered_tokens"])
+    assert itr.run_totals["accepted_tokens"] == pytest.approx(credited["accepted_tokens"])

@@ -22,7 +22,7 @@ from typing import Callable, List, Optional
 from fairseq.data.iterators import CountingIterator, EpochBatchIterating
 
 from ..losses import BossLosses
-from ..metrics import RUN_TOTALS
+from ..metrics import COUNTED, RUN_TOTALS, SUMMED
 from ..transport.client import AssistantClient
 from .batch_generator import BatchGenerator
 from .batch_stream import BatchStream, StreamState, agree_num_batches
@@ -33,6 +33,10 @@ from .schema import VERSION, describe_window_change
 from .schema import load as load_schema
 
 logger = logging.getLogger(__name__)
+
+# the step statistics that count (tokens, pairs, seconds, losses dropped): those of an update
+# whose logs fairseq never reduced are added to the next update's
+CARRIED = SUMMED + tuple(COUNTED)
 
 
 class AutoAssistEpochBatchIterator(EpochBatchIterating):
@@ -100,6 +104,10 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.rank_states: List[Optional[dict]] = [None] * num_shards
         self._synced_at = None  # (epoch, consumed) of the rank states gathered last
         self._gather_due = False  # the update under way may be followed by a save
+        # the stats of the update under way's steps, until its logs are reduced; those of an
+        # update never reduced go with the next update's first step (_carried)
+        self._unreduced: List[dict] = []
+        self._carried: dict = {}
         self._batches_before = 0  # batches trained before the current epoch iterator's start
         self._logged = {}
         self._logged_nonfinite = 0
@@ -318,8 +326,22 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         an end-of-epoch save when ``--validate-interval`` is over 1) has only this. After an
         update fairseq skips (an ``--fp16`` overflow) no reduce follows: a save without
         validation then warns that the other ranks' states are older."""
+        self._unreduced = []
         if self._gather_due:
             self.sync_checkpoint_state()
+
+    def log_step(self, stats: dict) -> dict:
+        """A training step's *stats* (:mod:`..metrics`) as its logging output carries them.
+        The first step of an update also carries the summed counts of the steps whose logs
+        fairseq never reduced (it skips the reduce after an ``--fp16`` overflow), so that
+        ``aa_boss_tok`` and the other run totals lose none of them."""
+        if self._carried:
+            stats = dict(stats)
+            for key, value in self._carried.items():
+                stats[key] = stats.get(key, 0.0) + value
+            self._carried = {}
+        self._unreduced.append(stats)
+        return stats
 
     def _rank_state(self) -> dict:
         # the losses of every batch trained so far reach the Assistant before its state is
@@ -360,6 +382,10 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                 and self.iterations_in_epoch - last[2] < self.points.update_freq:
             return
         self._last_update = (update_num, self.epoch, self.iterations_in_epoch)
+        if self._unreduced:  # the previous update's logs were never reduced
+            self._carried = {key: sum(float(s.get(key, 0.0)) for s in self._unreduced)
+                             for key in CARRIED}
+            self._unreduced = []
         self.flush_losses()
         if self.points.saves_after(update_num) or self.end_of_epoch():
             self._gather_due = True
