@@ -249,3 +249,24 @@ def test_what_a_failed_worker_leaves_in_its_group_ends_with_the_launcher(tmp_pat
         if running(child):
             os.kill(child, signal.SIGKILL)
 
+
+def test_rank_states_are_gathered_over_fairseqs_data_parallel_group(monkeypatch):
+    """The batch counts and rank states go over fairseq's data-parallel group (under model
+    parallelism not every process of the default group holds a data shard), not the
+    default group."""
+    import torch.distributed as dist
+    from fairseq.distributed import utils as distributed_utils
+
+    from autoassist_fairseq.tasks import autoassist_translation
+
+    group, calls = object(), []
+    monkeypatch.setattr(distributed_utils, "get_data_parallel_group", lambda: group)
+    monkeypatch.setattr(dist, "get_world_size", lambda g=None: 3 if g is group else 5)
+
+    def all_gather_object(out, obj, group=None):
+        calls.append(group)
+        out[:] = [obj] * len(out)
+
+    monkeypatch.setattr(dist, "all_gather_object", all_gather_object)
+    assert autoassist_translation._all_gather({"rank": 0}) == [{"rank": 0}] * 3
+    assert calls == [group]
