@@ -228,6 +228,7 @@ def train_step_with_losses(step, itr, sample: dict, criterion, update_num: int,
     stats["boss_tokens"] = meta["tokens"]
     src_tokens, target = sample["net_input"]["src_tokens"], sample["target"]
     stats["boss_padded_tokens"] = target.size(0) * (src_tokens.size(1) + target.size(1))
+    stats = itr.log_step(stats)
     itr.losses.keep_stats(int(meta["seq"]), stats)
     return result, stats
 

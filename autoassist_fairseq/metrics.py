@@ -51,16 +51,17 @@ def logging_output(stats: dict, logging_output: dict) -> dict:
     return out
 
 
-def reduce(logging_outputs, totals: Optional[dict], on_failure=None) -> None:
+def reduce(logging_outputs, totals: Optional[dict], on_failure=None) -> bool:
     """Log the ``aa_*`` metrics of one step's *logging_outputs* (all ranks) with fairseq's
     ``metrics``, and add them to the run's *totals* (the train iterator's ``run_totals``;
     ``None``: no train iterator, no cumulative counts). *on_failure* is called first when a
     rank's Assistant failed: the logs are summed over all ranks, so every rank stops at
-    this same update."""
+    this same update. Returns whether the logs were a training step's (validation's hold
+    no ``aa_*`` key)."""
     from fairseq import metrics
 
     if not any("aa_boss_tokens" in log for log in logging_outputs):
-        return
+        return False
 
     def total(key):
         return float(sum(log.get(key, 0) for log in logging_outputs))
@@ -84,7 +85,7 @@ def reduce(logging_outputs, totals: Optional[dict], on_failure=None) -> None:
         if value:
             metrics.log_scalar_sum(name, value)
     if totals is None:
-        return
+        return True
     for key in totals:
         totals[key] += total("aa_" + key)
     # cumulative over the run (and across resumes): read at print time. fairseq keeps the
@@ -94,6 +95,7 @@ def reduce(logging_outputs, totals: Optional[dict], on_failure=None) -> None:
     metrics.log_derived("aa_boss_padded_tok", lambda meters: int(totals["boss_padded_tokens"]))
     metrics.log_derived("aa_skip_tok", lambda meters: int(
         totals["considered_tokens"] - totals["accepted_tokens"]))
+    return True
 
 
 def _ratio(num, den, meters):

@@ -110,3 +110,40 @@ def test_a_trace_dir_that_is_a_file_is_refused_before_training(tmp_path):
     with pytest.raises(ValueError, match="--assistant-trace-dir .* is a file: give a folder"):
         check_config(task_config("--assistant-trace-dir", str(path)))
     check_config(task_config("--assistant-trace-dir", str(tmp_path / "new")))  # made later
+
+
+def test_docs_options_lists_every_assistant_flag_with_its_default():
+    """docs/options.md's table of training flags is the task config's: every assistant_*
+    field is a row with the field's default, and no row names a flag the config lacks (the
+    deprecated --assistant-no-pair-checks is documented in --assistant-pair-checks' row)."""
+    import dataclasses
+    import re
+    from pathlib import Path
+
+    from autoassist_fairseq.tasks.config import AutoAssistTranslationConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(AutoAssistTranslationConfig)
+                if f.name.startswith("assistant_")}
+    text = (Path(__file__).resolve().parents[1] / "docs" / "options.md").read_text()
+    rows = {m.group(1).replace("-", "_"): m.group(2).strip().strip("`")
+            for m in re.finditer(r"^\| `--(assistant-[a-z-]+)` \| ([^|]+) \|", text, re.M)}
+    deprecated = {"assistant_no_pair_checks"}
+    assert sorted(rows) == sorted(set(defaults) - deprecated), \
+        "docs/options.md and the task config name different flags: document the new ones, " \
+        "remove the stale ones"
+    assert all(f"`--{name.replace('_', '-')}`" in text for name in deprecated)
+
+    def documented(name, default):
+        doc = rows[name]
+        if isinstance(default, bool):
+            return doc == ("on" if default else "off")
+        if default is None or default == "":
+            return doc == "none" or name == "assistant_features"  # DATA/train.SRC-TGT...
+        if isinstance(default, (int, float)):
+            return float(doc) == float(default)
+        return doc == str(default)
+
+    wrong = {name: (rows[name], defaults[name]) for name in rows
+             if not documented(name, defaults[name])}
+    assert not wrong, f"docs/options.md gives other defaults than the config: {wrong}"
+    assert rows["assistant_features"] == "DATA/train.SRC-TGT.autoassist"

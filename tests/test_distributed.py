@@ -62,6 +62,35 @@ def test_two_workers_finish_with_equal_updates_and_resume_mid_epoch_exactly(trai
         assert _last_value(proc.stdout, key) == pytest.approx(_last_value(out, key), abs=2), key
 
 
+def test_two_workers_without_validation_resume_exactly(train_data, tmp_path):
+    """Issue 48, item 4. With --disable-validation no validation gathers the ranks' states
+    before a save: they are gathered after the last update's step, so rank 1's Assistant
+    holds that update's losses, and a run stopped in the middle of epoch 2 and resumed
+    trains exactly the uninterrupted run's batches on both ranks, with no warning that
+    other workers' plans are older."""
+    def args(name, *extra):
+        return _workers(train_args(train_data, tmp_path / name, extra=[
+            "--max-epoch", "2", "--assistant-trace-dir", tmp_path / f"trace-{name}",
+            "--assistant-sync", "--assistant-warmup", "5", "--disable-validation", *extra]))
+
+    run(args("whole"), timeout=600)
+    expected = [read_trace(tmp_path / "trace-whole", rank) for rank in (0, 1)]
+    epoch1 = sum(1 for e, _, _ in expected[0] if e == 1)
+    out = run(args("part", "--max-update", str(epoch1 + 7)), timeout=600).stdout
+    saved = torch.load(tmp_path / "part" / "checkpoint_last.pt", weights_only=False)
+    saved = saved["extra_state"]["train_iterator"]["autoassist"]
+    for rank, entry in enumerate(saved["ranks"]):  # the losses of every batch trained
+        learned, held = entry["stats"]["loss_msgs"], len(entry["assistant"]["held_losses"])
+        assert learned + held == saved["batches_done"] == epoch1 + 7, (rank, learned, held)
+    proc = run(args("part"), timeout=600)
+    output = out + proc.stdout + proc.stderr
+    assert "resuming epoch 2 at batch 7/" in proc.stdout
+    assert "batch plans as of" not in output, output[-3000:]
+    for rank in (0, 1):
+        got = read_trace(tmp_path / "trace-part", rank)
+        assert [ids for _, _, ids in got] == [ids for _, _, ids in expected[rank]], rank
+
+
 def _last_value(output, key):
     return float(re.findall(rf"\| train \| epoch .*\| {key} ([0-9.e+]+)", output)[-1])
 
@@ -219,3 +248,25 @@ def test_what_a_failed_worker_leaves_in_its_group_ends_with_the_launcher(tmp_pat
     finally:
         if running(child):
             os.kill(child, signal.SIGKILL)
+
+
+def test_rank_states_are_gathered_over_fairseqs_data_parallel_group(monkeypatch):
+    """The batch counts and rank states go over fairseq's data-parallel group (under model
+    parallelism not every process of the default group holds a data shard), not the
+    default group."""
+    import torch.distributed as dist
+    from fairseq.distributed import utils as distributed_utils
+
+    from autoassist_fairseq.tasks import autoassist_translation
+
+    group, calls = object(), []
+    monkeypatch.setattr(distributed_utils, "get_data_parallel_group", lambda: group)
+    monkeypatch.setattr(dist, "get_world_size", lambda g=None: 3 if g is group else 5)
+
+    def all_gather_object(out, obj, group=None):
+        calls.append(group)
+        out[:] = [obj] * len(out)
+
+    monkeypatch.setattr(dist, "all_gather_object", all_gather_object)
+    assert autoassist_translation._all_gather({"rank": 0}) == [{"rank": 0}] * 3
+    assert calls == [group]

@@ -88,6 +88,9 @@ class _Iterator:
         self.pops += 1
         return {"considered_tokens": 100.0}
 
+    def log_step(self, stats):
+        return stats
+
 
 def test_an_amp_retry_on_a_prepared_copy_is_one_batch_with_its_first_steps_counts():
     """On a GPU fairseq prepares the sample again for the --amp retry (a new dict): the

@@ -4,6 +4,7 @@ pass resumed with another ``--assistant-window``."""
 import logging
 
 import numpy as np
+import pytest
 import torch
 
 from autoassist_fairseq.transport.local_source import LocalSource
@@ -216,3 +217,87 @@ def test_an_update_after_one_fairseq_skipped_acts_as_a_new_update(monkeypatch):
     micro_batch(2)
     micro_batch(2)
     assert flushes == [1, 3, 5, 7]  # at the first micro-batch of each update trained
+
+
+def test_a_lower_max_tokens_at_a_resume_is_logged_from_where_it_applies(caplog):
+    """Issue 48, item 2. A run resumed with a lower --max-tokens (after running out of
+    memory) trains the batches already planned as saved, which exceed it, and says so: how
+    many, from where the new value applies, and how to apply it at once; the windows after
+    them keep it."""
+    def iterator(max_tokens):
+        gen = BatchGenerator(np.arange(N), *_sizes(), max_tokens=max_tokens, window_size=500,
+                             seed=5)
+        return AutoAssistEpochBatchIterator(list(range(N)), _collate, gen,
+                                            lambda: LocalSource(gen, _NonfiniteCounter, lag=0))
+
+    def train(itr, epoch, batches):
+        trained = []
+        for _ in range(batches):
+            meta = next(epoch)["autoassist"]
+            itr.client.send_losses(meta["ids"], np.ones(len(meta["ids"])), meta["seq"])
+            trained.append(np.asarray(meta["ids"]))
+        return trained
+
+    src, tgt = _sizes()
+
+    def cost(ids):  # padding included, as fairseq's batch_by_size counts
+        return len(ids) * int(np.maximum(src[ids], tgt[ids]).max())
+
+    saved_run = iterator(512)
+    train(saved_run, saved_run.next_epoch_itr(), 5)
+    state = saved_run.state_dict()
+    planned = [np.asarray(ids) for ids in state["autoassist"]["ranks"][0]["stream"]["pending"]]
+    over = sum(1 for ids in planned if cost(ids) > 200)
+    assert over > 0
+    resumed = iterator(200)
+    resumed.load_state_dict(state)
+    with caplog.at_level(logging.WARNING):
+        epoch = resumed.next_epoch_itr()
+    assert f"{over} of the {len(planned)} batches already planned exceed this run's " \
+           "--max-tokens 200 (up to " in caplog.text, caplog.text
+    assert f"--max-tokens 200 applies from the first window after them, {len(planned)} " \
+           "batches from here. To apply it at once (e.g. after running out of memory), " \
+           "resume with --reset-dataloader" in caplog.text, caplog.text
+    trained = train(resumed, epoch, len(planned) + 20)
+    assert [ids.tolist() for ids in trained[:len(planned)]] == [ids.tolist() for ids in planned]
+    assert all(cost(ids) <= 200 for ids in trained[len(planned):])
+
+
+def test_the_counts_of_an_update_fairseq_never_reduced_are_not_lost():
+    """Issue 48, item 6. After an --fp16 overflow fairseq skips reduce_metrics for that
+    update, whose stats the iterator had already popped: they go with the next update's
+    logs, so the run's totals (aa_boss_tok, aa_skip_tok) count every batch trained."""
+    from fairseq import metrics
+
+    from autoassist_fairseq import metrics as aa_metrics
+    from autoassist_fairseq.losses import train_step_with_losses
+
+    class Criterion:
+        def compute_loss(self, model, net_output, sample, reduce=True):
+            loss = net_output.reshape(-1)
+            return (loss.sum(), loss.sum()) if reduce else (loss, loss)
+
+    gen = _generator()
+    itr = AutoAssistEpochBatchIterator(list(range(N)), _collate, gen,
+                                       lambda: LocalSource(gen, _NonfiniteCounter, 10**9))
+    epoch, crit, tokens = itr.next_epoch_itr(), Criterion(), 0
+    update = 0
+    with metrics.aggregate(new_root=True):
+        for step in range(30):
+            sample = next(epoch)
+            bsz = len(sample["autoassist"]["ids"])
+            out = torch.ones(bsz, 3)
+            sample.update(target=torch.full((bsz, 3), 5), net_input={"src_tokens": out})
+            _, stats = train_step_with_losses(
+                lambda: (crit.compute_loss(None, out, sample), bsz, {}), itr, sample, crit,
+                update, padding_idx=1)
+            tokens += sample["autoassist"]["tokens"]
+            if step in (4, 11, 12):  # an overflow: no reduce, and the update is not counted
+                continue
+            aa_metrics.reduce([aa_metrics.logging_output(stats, {})], itr.run_totals)
+            itr.end_update()
+            update += 1
+    credited = itr.stream.credited_at(itr.iterations_in_epoch)
+    assert itr.run_totals["boss_tokens"] == tokens
+    assert itr.run_totals["considered_tokens"] == pytest.approx(credited["considered_tokens"])
+    assert itr.run_totals["accepted_tokens"] == pytest.approx(credited["accepted_tokens"])

@@ -1,5 +1,6 @@
 """--assistant-sync: the batches depend only on the seed, the data and the flags."""
 
+import logging
 import re
 import threading
 import time
@@ -221,7 +222,7 @@ def test_a_failure_while_the_saved_assistant_loads_falls_back_on_a_fresh_stream(
 
 
 def test_a_run_resumed_after_the_uniform_fallback_agrees_the_same_epoch_lengths():
-    """After a fallback to uniform batches the stream accepts every pair for good; a run
+    """After a fallback to uniform batches the stream's windows accept every pair; a run
     resumed from a state saved then counts its next epoch as a whole pass, as the
     uninterrupted run does, not from the skipping windows before the failure."""
     rng = np.random.default_rng(0)
@@ -265,3 +266,145 @@ def test_annealing_starts_where_the_share_says_in_decimal(points, first):
     else:
         assert points.anneal_update == value and points.anneal_epoch is None
         assert points.anneal_batch == value * points.update_freq
+
+
+class _FailsOnceAssistant:
+    """Scores odd ids as easy (0.2) and counts the loss batches it learned; an instance
+    made while ``fail_at`` is set raises on that call of accept_probability."""
+
+    fail_at = None
+
+    def __init__(self):
+        self.calls, self.learned, self.fail_at = 0, 0, type(self).fail_at
+
+    @property
+    def stats(self):
+        return {"threshold": 1.0, "lambda": 0.5, "accuracy": 0.5, "loss_batches": self.learned}
+
+    def begin_pass(self, data_pass):
+        pass
+
+    def learn(self, ids, losses):
+        self.learned += 1
+
+    def accept_probability(self, ids):
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise FloatingPointError("a rule's bug")
+        return np.where(ids % 2 == 1, 0.2, 1.0)
+
+    def state_dict(self):
+        return {"learned": self.learned}
+
+    def load_state_dict(self, state):
+        self.learned = state["learned"]
+
+
+def _fallback_iterator(n=2000):
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(3, 30, n), rng.integers(3, 30, n)
+    gen = BatchGenerator(np.arange(n), *sizes, max_tokens=600, window_size=300, seed=3)
+
+    def collate(items):
+        ids = torch.tensor(items)
+        return {"id": ids, "ntokens": len(items), "net_input": {"src_lengths": ids % 5}}
+
+    return AutoAssistEpochBatchIterator(list(range(n)), collate, gen,
+                                        lambda: LocalSource(gen, _FailsOnceAssistant, lag=0),
+                                        fallback="uniform")
+
+
+def _train_batches(itr, count, epoch=None):
+    """Train *count* batches (across epochs), reporting losses; returns their ids."""
+    trained = []
+    epoch = epoch if epoch is not None else itr.next_epoch_itr()
+    while len(trained) < count:
+        try:
+            sample = next(epoch)
+        except StopIteration:
+            epoch = itr.next_epoch_itr()
+            continue
+        meta = sample["autoassist"]
+        itr.client.send_losses(meta["ids"], np.ones(len(meta["ids"])), meta["seq"])
+        trained.append(meta["ids"])
+    return trained, epoch
+
+
+def test_a_run_resumed_after_the_uniform_fallback_scores_with_its_assistant_again(
+        monkeypatch, caplog):
+    """Issue 48, item 5. The saved run fell back to uniform batches: its checkpoints keep
+    the Assistant's last state the Boss read (not None), and the resumed run trains the
+    planned batches, then skips pairs again with its own Assistant, saying so."""
+    monkeypatch.setattr(_FailsOnceAssistant, "fail_at", 5)  # its 5th window
+    whole = _fallback_iterator()
+    trained, epoch = _train_batches(whole, 25)  # 2 or 3 windows
+    before = whole.client.state()  # a real state, as a save reads it
+    learned = before["stats"]["loss_batches"]
+    assert learned > 0 and before["assistant"]["learned"] == learned
+    with caplog.at_level(logging.WARNING):
+        _train_batches(whole, 60, epoch)
+    assert whole.client.fell_back
+    assert f"the checkpoints keep the Assistant's last state the Boss read (after {learned} " \
+           "loss batches): a run resumed from them starts its Assistant from that state" \
+           in caplog.text, caplog.text
+    saved = whole.state_dict()
+    rank = saved["autoassist"]["ranks"][0]
+    assert rank["assistant"] is not None, "None saved over the Assistant's real state"
+    assert rank["assistant"]["learned"] == learned
+    assert len(rank["assistant"]["held_losses"]) == len(before["assistant"]["held_losses"])
+    assert rank["stream"]["generator"]["accept_all"]
+
+    monkeypatch.setattr(_FailsOnceAssistant, "fail_at", None)
+    caplog.clear()
+    resumed = _fallback_iterator()
+    resumed.load_state_dict(saved)
+    with caplog.at_level(logging.INFO):
+        trained, _ = _train_batches(resumed, 80)
+    assert f"restored Assistant state: T_k=1.000000 lambda_k=0.500000 accuracy=0.500000 after " \
+           f"{learned} loss batches (from the checkpoint)" in caplog.text, caplog.text
+    assert "the checkpoint's batch plan accepts every pair: the saved run went on with " \
+           "uniform batches after its Assistant failed (--assistant-fallback uniform)" \
+           in caplog.text, caplog.text
+    assert "scored by this run's Assistant again, from the Assistant state restored above" \
+           in caplog.text and "resume with --task translation" in caplog.text
+    assert not resumed.client.fell_back
+    odd = np.mean(np.concatenate(trained[-40:]) % 2 == 1)
+    assert odd < 0.3, odd  # odd ids at 0.2 again (uniform batches: about half)
+
+
+def test_a_bug_of_the_boss_process_is_not_taken_for_a_failed_assistant(monkeypatch):
+    """Issue 48, item 7. Under --assistant-fallback uniform, an exception of the batch
+    generator (the Boss's own code) in --assistant-sync mode propagates with its traceback,
+    not as a dead Assistant that silently turns the run into uniform training; the
+    Assistant's own exceptions, and non-finite scores, still fall back."""
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(3, 30, 2000), rng.integers(3, 30, 2000)
+    gen = BatchGenerator(np.arange(2000), *sizes, max_tokens=600, window_size=300, seed=3)
+    real_cut, calls = BatchGenerator._cut, []
+
+    def cut(self, pool):
+        calls.append(len(pool))
+        if len(calls) == 3:  # once: the next window would go on fine
+            raise IndexError("a generator bug")
+        return real_cut(self, pool)
+
+    monkeypatch.setattr(BatchGenerator, "_cut", cut)
+    stream = BatchStream(gen)
+    client = AssistantClient(lambda: LocalSource(gen, _OddHalfAssistant, lag=0), gen, stream,
+                             fallback="uniform")
+    client.start(first_pass=1)
+    with pytest.raises(IndexError, match="a generator bug"):
+        for _ in range(200):
+            batch = stream.next_batch(client.next_window)
+            client.send_losses(batch.ids, np.ones(len(batch.ids)), batch.seq)
+    assert not client.fell_back and client.source.learns
+
+    class NonFinite(_OddHalfAssistant):
+        def accept_probability(self, ids):
+            return np.full(len(ids), np.nan)
+
+    source = LocalSource(gen, NonFinite, lag=0)
+    source.restart(gen.state_dict(), accept_all=False, reported_before=gen.batches_made)
+    with pytest.raises(AssistantDied, match="non-finite acceptance probabilities for 300 of "
+                                            "300 candidates"):
+        source.next_window()

@@ -99,3 +99,35 @@ def test_a_full_queue_drops_the_oldest_loss_and_never_a_request(hold_losses):
         release.set()
         proc.shutdown()
     assert state["assistant"]["learned"] == [0, 7, 8, 9]
+
+
+class LoadingAssistant(RecordingAssistant):
+    def load_state_dict(self, state):
+        self.learned = list(state["learned"])
+
+
+def test_the_held_losses_of_a_loaded_state_are_never_dropped(hold_losses):
+    """Issue 48, item 8. A state saved in --assistant-sync mode holds the losses received
+    but not learned yet; loaded into the Assistant process while its pipe is stalled, all
+    nine of them reach it, whatever the loss queue's size (3), and are not counted dropped."""
+    entered, release = threading.Event(), threading.Event()
+
+    def stall():
+        entered.set()
+        release.wait(10)
+
+    hold_losses.append(stall)
+    proc = AssistantProcess(LoadingAssistant, IdleGenerator, loss_queue_size=3)
+    try:
+        proc.send_losses(np.array([0]), np.array([1.0]))  # stuck in the write
+        assert entered.wait(10)
+        hold_losses.clear()
+        held = [(seq, np.array([seq]), np.array([1.0])) for seq in range(1, 10)]
+        proc.load({"learned": [], "held_losses": held})
+        release.set()
+        state = proc.request_state()
+    finally:
+        release.set()
+        proc.shutdown()
+    assert proc.dropped_losses == 0
+    assert state["assistant"]["learned"] == list(range(1, 10))

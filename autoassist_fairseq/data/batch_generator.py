@@ -128,6 +128,23 @@ class BatchGenerator:
             ids, self.num_tokens, max_tokens=self.max_tokens, max_sentences=self.max_sentences,
             required_batch_size_multiple=multiple, num_tokens_vec=self.num_tokens(ids))]
 
+    def batch_cost(self, ids: np.ndarray) -> int:
+        """A batch's tokens, padding included, as fairseq's ``batch_by_size`` bounds them by
+        ``--max-tokens``: its size times its longest pair's cost."""
+        return len(ids) * int(self.num_tokens(ids).max()) if len(ids) else 0
+
+    def exceeds_bounds(self, ids: np.ndarray) -> bool:
+        """Whether a batch (cut under other values: a resumed plan) exceeds this generator's
+        ``--max-tokens`` or ``--batch-size``."""
+        return (self.max_tokens is not None and self.batch_cost(ids) > self.max_tokens) or \
+            (self.max_sentences is not None and len(ids) > self.max_sentences)
+
+    def bound_flags(self) -> str:
+        """``--max-tokens N`` and ``--batch-size M``, those set."""
+        return " and ".join(f"{flag} {value}" for flag, value in (
+            ("--max-tokens", self.max_tokens), ("--batch-size", self.max_sentences))
+            if value is not None)
+
     def full_batch_count(self) -> int:
         """Batches of one pass over this shard in one pool (about a plain fairseq epoch's)."""
         if self._full_count is None:
@@ -192,13 +209,16 @@ class BatchGenerator:
 
     def begin(self, msg) -> None:
         """Apply a ``RestartStream`` control message: a saved state, or a fresh pass; and
-        whether every candidate is accepted from now on (annealing, uniform fallback)."""
+        whether every candidate is accepted from now on (annealing, uniform fallback).
+
+        A state's ``accept_all`` records what its windows did; whether the next ones accept
+        every pair is the Boss's to say at every restart, so a run resumed after the saved
+        run fell back to uniform batches scores its windows with its own Assistant again."""
         if msg.state is not None:
             self.load_state_dict(msg.state)
         else:
             self.begin_pass(msg.data_pass)
-            self.accept_all = False
-        self.accept_all = self.accept_all or bool(msg.accept_all)
+        self.accept_all = bool(msg.accept_all)
         self.accept_all_from = msg.accept_all_from
 
     @property

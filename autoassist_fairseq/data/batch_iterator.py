@@ -8,7 +8,8 @@ batches are collated as fairseq's own iterator does (``collate``).
 Each epoch is a fixed number of batches taken from this rank's stream (``batch_stream``),
 equal on every rank, so distributed collectives never hang. Every collective here runs on
 the training thread at a point every rank reaches in the same order: the start of an
-epoch, the training step before a checkpoint, and the start of validation.
+epoch, the end of an update after which fairseq may save (the task's ``reduce_metrics``),
+and the start of validation.
 
 Over 300 lines for a reason: fairseq's trainer holds one ``EpochBatchIterating`` object, so
 its epochs, its checkpoint state and the losses it hands back to the Assistant live on one
@@ -21,7 +22,7 @@ from typing import Callable, List, Optional
 from fairseq.data.iterators import CountingIterator, EpochBatchIterating
 
 from ..losses import BossLosses
-from ..metrics import RUN_TOTALS
+from ..metrics import COUNTED, RUN_TOTALS, SUMMED
 from ..transport.client import AssistantClient
 from .batch_generator import BatchGenerator
 from .batch_stream import BatchStream, StreamState, agree_num_batches
@@ -32,6 +33,10 @@ from .schema import VERSION, describe_window_change
 from .schema import load as load_schema
 
 logger = logging.getLogger(__name__)
+
+# the step statistics that count (tokens, pairs, seconds, losses dropped): those of an update
+# whose logs fairseq never reduced are added to the next update's
+CARRIED = SUMMED + tuple(COUNTED)
 
 
 class AutoAssistEpochBatchIterator(EpochBatchIterating):
@@ -91,11 +96,18 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self._cur_epoch_itr = None
         self._num_batches = None
         self._resume: Optional[dict] = None  # checkpoint state, applied at next epoch start
+        self._saved_accept_all: Optional[bool] = None  # the resumed plan's windows took all
+        self._restored_assistant = False
         self._carry = carry
         self.data_shard_per_epoch = data_shard_per_epoch
         self.run_totals = carry["run_totals"] if carry else dict.fromkeys(RUN_TOTALS, 0.0)
         self.rank_states: List[Optional[dict]] = [None] * num_shards
         self._synced_at = None  # (epoch, consumed) of the rank states gathered last
+        self._gather_due = False  # the update under way may be followed by a save
+        # the stats of the update under way's steps, until its logs are reduced; those of an
+        # update never reduced go with the next update's first step (_carried)
+        self._unreduced: List[dict] = []
+        self._carried: dict = {}
         self._batches_before = 0  # batches trained before the current epoch iterator's start
         self._logged = {}
         self._logged_nonfinite = 0
@@ -135,6 +147,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         if anneal_epoch is not None and self.epoch >= anneal_epoch:
             # before the count: an annealed epoch is a whole pass, not the skipping count
             self.client.start_annealing()
+        if resume is not None:
+            self._log_saved_acceptance()
         if resume is not None and resume.get("epoch") == self.epoch and offset > 0:
             num_batches = resume.get("num_batches")
             if num_batches is None:  # saved without a batch count (plain translation)
@@ -169,6 +183,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def _start(self, resume: Optional[dict]) -> int:
         """Start the Assistant (once) and position the stream; returns the epoch offset."""
         own, offset = None, 0
+        self._saved_accept_all = None
         if resume is not None:
             offset = int(resume.get("offset") or 0) if resume.get("epoch") == self.epoch else 0
             own = self._own_entry(resume)
@@ -185,12 +200,14 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             self._batches_before = self._carry["batches_done"]
         if own is not None and own.get("stream") is not None:
             self.stream.restore(StreamState(**own["stream"]))
+            self._saved_accept_all = bool(self.stream.gen_state.get("accept_all"))
             logger.info(f"resuming the batch stream at pass {self.stream.gen_state['epoch']}, "
                         f"window {self.stream.gen_state['next_window']}, with "
                         f"{len(self.stream.pending)} batches planned")
             changed = describe_window_change(self.stream.gen_state, self.generator.window_size)
             if changed:
                 logger.info(changed)
+            self._warn_planned_over_limits()
         elif resume is not None and offset > 0 and resume.get("ranks") is not None:
             logger.warning(f"this rank's batch plan is not in the checkpoint: the rest of "
                            f"epoch {self.epoch} comes from a fresh data pass")
@@ -198,11 +215,47 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             assistant = (own or {}).get("assistant") or (self._carry or {}).get("assistant")
             # the restored count was logged by the saved run
             self._logged_nonfinite = int((assistant or {}).get("nonfinite", 0))
+            self._restored_assistant = assistant is not None
             self.client.start(self.epoch, assistant, "the checkpoint" if own is not None
                               else "the previous data shard",
                               accept_all_from=self._anneal_seq(self._batches_before + offset))
         self._carry = None
         return offset
+
+    def _warn_planned_over_limits(self) -> None:
+        """A resume trains the batches already planned as they are (that keeps a mid-epoch
+        resume exact); a lower --max-tokens or --batch-size than they were cut under applies
+        from the first window after them: say so, and how to apply it at once."""
+        gen, planned = self.generator, [b.ids for b in self.stream.pending]
+        over = [ids for ids in planned if gen.exceeds_bounds(ids)]
+        if not over:
+            return
+        bounds = gen.bound_flags()
+        logger.warning(
+            f"{len(over)} of the {len(planned)} batches already planned exceed this run's "
+            f"{bounds} (up to {max(map(gen.batch_cost, over))} tokens a batch, padding "
+            "included): they were cut under the saved run's values, and a resume trains the "
+            f"planned batches as they are, exactly as saved; {bounds} applies from the first "
+            f"window after them, {len(planned)} batches from here. To apply it at once (e.g. "
+            "after running out of memory), resume with --reset-dataloader, which starts a new "
+            "Assistant and batch plan")
+
+    def _log_saved_acceptance(self) -> None:
+        """A resumed batch plan whose windows accepted every pair (the saved run fell back
+        to uniform batches, or annealed) while this run's next windows do not: say so, and
+        from where this run's Assistant decides."""
+        client = self.client
+        if not self._saved_accept_all or client.next_window_accepts_all:
+            return
+        start = ("from the Assistant state restored above" if self._restored_assistant
+                 else "from a new Assistant (the checkpoint holds no Assistant state)")
+        logger.warning(
+            "the checkpoint's batch plan accepts every pair: the saved run went on with "
+            "uniform batches after its Assistant failed (--assistant-fallback uniform), or "
+            f"it was annealing. The {len(self.stream.pending)} batches already planned are "
+            "trained as planned; the windows after them are scored by this run's Assistant "
+            f"again, {start}, and skip pairs (to go on training on every pair, resume with "
+            "--task translation)")
 
     def _anneal_seq(self, trained: int) -> Optional[int]:
         """The stream's number of the batch at which annealing by updates starts, when
@@ -255,11 +308,40 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
 
     def sync_checkpoint_state(self) -> None:
         """Gather every rank's stream and Assistant state, so that the checkpoint that rank
-        0 writes next resumes every rank exactly. Every rank calls this at the same point."""
-        if self.num_shards == 1 or self._cur_epoch_itr is None:
+        0 writes next resumes every rank exactly. Every rank calls this at the same point.
+        A second call at the same consumed count (validation after the step that gathered)
+        gathers nothing new: no step ran between, on any rank."""
+        self._gather_due = False
+        if self.num_shards == 1 or self._cur_epoch_itr is None \
+                or self._synced_at == (self.epoch, self.iterations_in_epoch):
             return
         self.rank_states = self.all_gather(self._rank_state())
         self._synced_at = (self.epoch, self.iterations_in_epoch)
+
+    def end_update(self) -> None:
+        """Called on every rank once an update's logs are reduced (the task's
+        ``reduce_metrics``), after its step: where fairseq may save next, every rank's state
+        is gathered now, holding the losses of this last update. fairseq's validation
+        gathers too (``begin_valid_epoch``), but a save without it (``--disable-validation``,
+        an end-of-epoch save when ``--validate-interval`` is over 1) has only this. After an
+        update fairseq skips (an ``--fp16`` overflow) no reduce follows: a save without
+        validation then warns that the other ranks' states are older."""
+        self._unreduced = []
+        if self._gather_due:
+            self.sync_checkpoint_state()
+
+    def log_step(self, stats: dict) -> dict:
+        """A training step's *stats* (:mod:`..metrics`) as its logging output carries them.
+        The first step of an update also carries the summed counts of the steps whose logs
+        fairseq never reduced (it skips the reduce after an ``--fp16`` overflow), so that
+        ``aa_boss_tok`` and the other run totals lose none of them."""
+        if self._carried:
+            stats = dict(stats)
+            for key, value in self._carried.items():
+                stats[key] = stats.get(key, 0.0) + value
+            self._carried = {}
+        self._unreduced.append(stats)
+        return stats
 
     def _rank_state(self) -> dict:
         # the losses of every batch trained so far reach the Assistant before its state is
@@ -288,8 +370,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     # -- Boss -> Assistant ----------------------------------------------------------------
     def begin_update(self, update_num: int) -> None:
         """Called by every micro-batch of an update, before its step; acts at the first:
-        hands over the previous update's losses (its step has ended), and gathers every
-        rank's batch plan before an update after which fairseq may save.
+        hands over the previous update's losses (its step has ended), and marks an update
+        after which fairseq may save, whose end gathers every rank's state (:meth:`end_update`).
 
         A micro-batch of the same update number starts another update where the batches
         consumed since the last first micro-batch are a whole update's: after fairseq skips
@@ -300,9 +382,13 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                 and self.iterations_in_epoch - last[2] < self.points.update_freq:
             return
         self._last_update = (update_num, self.epoch, self.iterations_in_epoch)
+        if self._unreduced:  # the previous update's logs were never reduced
+            self._carried = {key: sum(float(s.get(key, 0.0)) for s in self._unreduced)
+                             for key in CARRIED}
+            self._unreduced = []
         self.flush_losses()
         if self.points.saves_after(update_num) or self.end_of_epoch():
-            self.sync_checkpoint_state()
+            self._gather_due = True
 
     def hold_losses(self, meta: dict, losses) -> bool:
         """A trained batch's per-sentence losses (a tensor, maybe on the device): handed to

@@ -166,7 +166,9 @@ class AutoAssistTranslationTask(TranslationTask):
         if itr is None:
             aa_metrics.reduce(logging_outputs, None)
         else:
-            aa_metrics.reduce(logging_outputs, itr.run_totals, on_failure=itr.stop_on_failure)
+            if aa_metrics.reduce(logging_outputs, itr.run_totals,
+                                 on_failure=itr.stop_on_failure):
+                itr.end_update()  # every rank, after the step: the states a save needs
 
     def set_checkpoint_dict(self, state: dict) -> None:
         """Only checkpoints of schema version 5 and older have a task dict: the run's totals,
@@ -191,8 +193,14 @@ def check_resume_checkpoint(cfg) -> None:
 
 
 def _all_gather(obj):
+    """Every data-parallel rank's *obj*, in rank order, over fairseq's data-parallel group:
+    the ranks that hold shards of the training data (under model parallelism not every
+    process of the default group is one)."""
     import torch.distributed as dist
+    from fairseq.distributed import utils as distributed_utils
 
-    out = [None] * dist.get_world_size()
-    dist.all_gather_object(out, obj)
+    group_of = getattr(distributed_utils, "get_data_parallel_group", None)
+    group = group_of() if group_of is not None else None  # None: the default group
+    out = [None] * dist.get_world_size(group)
+    dist.all_gather_object(out, obj, group=group)
     return out

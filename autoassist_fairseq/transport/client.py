@@ -56,6 +56,10 @@ class AssistantClient:
         self.accept_all_from: Optional[int] = None  # annealing by updates: a batch number
         self.failure: Optional[str] = None  # a failure every rank must stop on
         self.wait_seconds = 0.0  # the Boss's wait for windows
+        # the Assistant's newest state the Boss holds (loaded, or read for a save): what the
+        # checkpoints keep once the Assistant has failed, so that a resumed run goes on from
+        # it rather than from nothing
+        self._last_state: Optional[dict] = None
         self._next_check = 0.0
         self._failure_lock = threading.RLock()  # the training and a loader thread may fail
 
@@ -76,6 +80,14 @@ class AssistantClient:
         return self.annealing or not self.assistant_learns or bool(taken.get("accept_all")) \
             or (self.accept_all_from is not None and self.stream.next_seq >= self.accept_all_from)
 
+    @property
+    def next_window_accepts_all(self) -> bool:
+        """Whether the next window this run makes accepts every pair (annealing, the
+        uniform fallback), whatever the windows already taken did."""
+        made = int((self.stream.gen_state or {}).get("batches_made", 0))
+        return self.annealing or not self.assistant_learns \
+            or (self.accept_all_from is not None and made >= self.accept_all_from)
+
     def start(self, first_pass: int, assistant_state: Optional[dict] = None,
               source: str = "the checkpoint", accept_all_from: Optional[int] = None) -> None:
         """Start the source, give it *assistant_state*, and start its stream of windows
@@ -92,10 +104,11 @@ class AssistantClient:
     def _load(self, state: dict, origin: str) -> None:
         try:
             self.source.load(state)
-            s = self.source.state()["stats"]  # as the source now holds it
+            got = self.source.state()  # as the source now holds it
         except AssistantDied as err:
             self._on_failure(err)
             return
+        self._last_state, s = got, got["stats"]
         logger.info(f"restored Assistant state: T_k={s['threshold']:.6f} "
                     f"lambda_k={s['lambda']:.6f} accuracy={s['accuracy']:.6f} "
                     f"after {s['loss_batches']} loss batches (from {origin})")
@@ -147,15 +160,16 @@ class AssistantClient:
             self._on_failure(err)
 
     def state(self) -> dict:
-        """``{"assistant": state, "stats": {...}}`` of the source (None values once the
-        Assistant is gone)."""
+        """``{"assistant": state, "stats": {...}}`` of the source; once the Assistant is gone
+        (the uniform fallback), its last state the Boss holds (None values if it has none)."""
         source = self.source
-        if source is not None:
+        if source is not None and source.learns:
             try:
-                return source.state()
+                self._last_state = source.state()
+                return self._last_state
             except AssistantDied as err:
                 self._on_failure(err)
-        return {"assistant": None, "stats": None}
+        return self._last_state or {"assistant": None, "stats": None}
 
     def send_losses(self, ids, losses, seq: int) -> None:
         """Per-sentence losses of trained batch *seq* (never blocks)."""
@@ -180,13 +194,24 @@ class AssistantClient:
                 logger.error(f"{err}\nevery worker stops after this update ({FALLBACK_HINT})")
             else:
                 logger.warning(f"{err}\n--assistant-fallback uniform: continuing this run on "
-                               "uniform batches (no pair is skipped from now on)")
+                               "uniform batches (no pair is skipped from now on); "
+                               f"{self._kept_state()}")
             failed, uniform = self.source, LocalSource(self.generator)
             # ready before it is published: a loader thread sees the old source or this one
             self._restart(uniform)
             self.source, self.fell_back = uniform, True
             if failed is not None:
                 failed.shutdown()
+
+    def _kept_state(self) -> str:
+        """What the checkpoints keep of the failed Assistant, for the fallback's log line."""
+        stats = (self._last_state or {}).get("stats")
+        if not stats:
+            return ("the checkpoints hold no Assistant state (none was read before the "
+                    "failure): a run resumed from them starts a new Assistant")
+        return (f"the checkpoints keep the Assistant's last state the Boss read (after "
+                f"{stats.get('loss_batches', 0)} loss batches): a run resumed from them "
+                "starts its Assistant from that state and skips pairs again")
 
     def stop_on_failure(self, failures: Optional[List[Optional[str]]] = None) -> None:
         """Raise on every rank once any rank's Assistant failed (with fallback error).

@@ -89,11 +89,11 @@ class LocalSource:
         """Go on from *gen_state* (windows made since are dropped by the Boss). Every batch
         numbered below *reported_before* has been trained, its losses already given. From
         the window whose first batch is numbered *accept_all_from* on, every pair is
-        accepted."""
+        accepted; before it, only with *accept_all* or without an Assistant (the state's
+        own ``accept_all`` is a record, see :meth:`BatchGenerator.begin`)."""
         with self._cond:
             self.generator.load_state_dict(gen_state)
-            self.generator.accept_all = self.generator.accept_all or accept_all \
-                or self.assistant is None
+            self.generator.accept_all = bool(accept_all) or self.assistant is None
             self.generator.accept_all_from = accept_all_from
             self._reported = max(self._reported, reported_before - 1)
             self._cond.notify_all()
@@ -129,17 +129,34 @@ class LocalSource:
                 return gen.next_window(None)
             due = gen.batches_made - self.lag  # learn the losses of batches below this
             self._wait_for(due)
-            try:
-                self._learn_below(due)
-                if gen.data_pass != self._announced:
-                    self._announced = gen.data_pass
-                    self.assistant.begin_pass(gen.data_pass)
-                plan = gen.next_window(self.assistant.accept_probability)
-            except Exception:
-                raise AssistantDied("the Assistant failed (in the Boss's process, "
-                                    f"--assistant-sync):\n{traceback.format_exc()}") from None
+            self._learn_below(due)
+            if gen.data_pass != self._announced:
+                self._announced = gen.data_pass
+                self._assistant_call(self.assistant.begin_pass, gen.data_pass)
+            plan = gen.next_window(self._accept_probability)
             plan.stats = self.stats()
             return plan
+
+    # Only the Assistant's own code fails as a dead Assistant would (--assistant-fallback
+    # applies); an exception of the generator or of this class is a bug of the Boss's
+    # process and propagates, so that --assistant-fallback uniform never hides it.
+    @staticmethod
+    def _assistant_call(fn, *args):
+        try:
+            return fn(*args)
+        except Exception:
+            raise AssistantDied("the Assistant failed (in the Boss's process, "
+                                f"--assistant-sync):\n{traceback.format_exc()}") from None
+
+    def _accept_probability(self, ids: np.ndarray) -> np.ndarray:
+        prob = self._assistant_call(self.assistant.accept_probability, ids)
+        prob = np.asarray(prob, dtype=np.float64)
+        bad = np.count_nonzero(~np.isfinite(prob))
+        if bad:  # the Assistant's output: its failure, as in the Assistant process
+            raise AssistantDied(f"the Assistant failed (in the Boss's process, "
+                                f"--assistant-sync): it gave non-finite acceptance "
+                                f"probabilities for {bad} of {len(prob)} candidates")
+        return prob
 
     def _wait_for(self, due: int) -> None:
         deadline = time.monotonic() + self.timeout
@@ -160,13 +177,14 @@ class LocalSource:
             if seq >= due:
                 break
             if len(ids):
-                self.assistant.learn(ids, losses)
+                self._assistant_call(self.assistant.learn, ids, losses)
             self._learned_msgs += 1
             keep += 1
         del self._held[:keep]
 
     def stats(self) -> dict:
-        return dict(self.assistant.stats, loss_msgs=self._learned_msgs)
+        stats = self._assistant_call(getattr, self.assistant, "stats")
+        return dict(stats, loss_msgs=self._learned_msgs)
 
     def state(self) -> dict:
         """``{"assistant": ..., "stats": ...}`` as the Assistant process answers; the

@@ -107,11 +107,12 @@ class AssistantProcess:
     learns = True  # a source of windows with an Assistant (see LocalSource)
 
     # -- Boss -> Assistant ------------------------------------------------------------
-    def send_losses(self, ids, losses, seq=None) -> None:
-        """Never blocks: when ``loss_queue_size`` loss messages wait, the oldest is dropped.
-        (*seq*, the batch's number, matters to :class:`~.local_source.LocalSource` only.)"""
+    def send_losses(self, ids, losses, seq=None, droppable=True) -> None:
+        """Never blocks: when ``loss_queue_size`` droppable loss messages wait, the oldest
+        is dropped. (*seq*, the batch's number, matters to
+        :class:`~.local_source.LocalSource` only.)"""
         try:
-            self._sender.put(LossMsg(ids, losses), droppable=True)
+            self._sender.put(LossMsg(ids, losses), droppable=droppable)
         except SenderClosed:  # the process is gone; the next check says so
             self._lost += 1
 
@@ -138,12 +139,13 @@ class AssistantProcess:
 
     def load(self, state: dict) -> None:
         """An Assistant state, from this process or from :class:`~.local_source.LocalSource`,
-        whose held losses (received, not learned) the Assistant learns now."""
+        whose held losses (received, not learned) the Assistant learns now. They are part
+        of the saved state, so none is dropped, however many wait."""
         state = dict(state)
         held = state.pop("held_losses", None) or []
         self.send(LoadState(state))
         for _, ids, losses in held:
-            self.send_losses(ids, losses)
+            self.send_losses(ids, losses, droppable=False)
 
     # -- Assistant -> Boss ------------------------------------------------------------
     def get(self, timeout=REPLY_TIMEOUT):
