@@ -42,14 +42,20 @@ def robust_z(values: np.ndarray) -> np.ndarray:
 
 def length_z(values: np.ndarray, lengths: np.ndarray, bins: int = BINS) -> np.ndarray:
     """:func:`robust_z` of *values* within bins of equal count by *lengths*, so that a long
-    pair is compared with long pairs (tied lengths share a bin)."""
+    pair is compared with long pairs (tied lengths share a bin). Within a bin, the values'
+    least-squares line over the lengths is taken out first: the last bin of a corpus spans
+    many lengths (a long tail), and the loss of a long target grows with its length."""
     values = np.asarray(values, dtype=np.float64)
+    lengths = np.asarray(lengths, dtype=np.float64)
     edges = np.unique(np.quantile(lengths, np.linspace(0, 1, bins + 1)[1:-1]))
     which = np.searchsorted(edges, lengths, side="right")
     z = np.zeros(len(values))
     for b in np.unique(which):
         pick = which == b
-        z[pick] = robust_z(values[pick])
+        v, x = values[pick], lengths[pick]
+        if np.ptp(x) > 0:
+            v = v - np.polyval(np.polyfit(x, v, 1), x)
+        z[pick] = robust_z(v)
     return z
 
 
@@ -63,8 +69,11 @@ def read_pass_losses(path: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     try:
         saved = np.load(path)
         files = set(saved.files)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"cannot read the losses file {path}: {err}; give the .npz that "
+    except OSError as err:
+        raise ValueError(f"cannot read the losses file {path}: {err.strerror or err}; give "
+                         "the .npz that autoassist-diagnose --losses-out wrote") from None
+    except ValueError:  # numpy: neither .npy nor .npz
+        raise ValueError(f"{path} is not an .npz file: give the losses that "
                          "autoassist-diagnose --losses-out wrote") from None
     if not {"losses", "ntok"} <= files:
         raise ValueError(f"{path} holds {sorted(files)}, not the losses of autoassist-diagnose "

@@ -117,6 +117,13 @@ def flagged_pairs(data: Path, src: str, tgt: str):
     task decides it), the union's noise score of each pair
     (:func:`.pair_checks.union_score`), and the settings the checks ran with. The file is
     checked against the binarised text, as training checks it."""
+    flags, _, union, settings = check_evidence(data, src, tgt)
+    return flags, union, settings
+
+
+def check_evidence(data: Path, src: str, tgt: str):
+    """:func:`flagged_pairs` with each check's (score, flags) before the union's score:
+    (flags, per_check, union, settings)."""
     from .pair_checks import check_scores, union_score
     from .training import open_checked_features
 
@@ -125,7 +132,8 @@ def flagged_pairs(data: Path, src: str, tgt: str):
                                   np.asarray(sides[tgt].sizes), len(sides[src]))
     flags = store.suspect_pairs()
     settings = store.pair_check_settings()
-    return flags, union_score(*check_scores(store.pair_checks(), settings)), settings
+    per_check, margin = check_scores(store.pair_checks(), settings)
+    return flags, per_check, union_score(per_check, margin), settings
 
 
 def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True,
@@ -263,36 +271,54 @@ def check_out(out: Path) -> None:
                          f"folder for the filtered corpus, or remove {out} first if it may go")
 
 
-def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0):
-    """Write OUT without the training pairs of DATA that the pair checks flag, and with
-    *drop_share* > 0 without the next most noise-like pairs up to that share of all
-    (:func:`ranked_drop`); return (flags, dropped), one bool per binarised training pair of
-    DATA."""
+def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
+                   dynamics: Optional[Sequence[str]] = None, scores_out: Optional[str] = None):
+    """Write OUT without the training pairs of DATA that the pair checks flag (with
+    *dynamics*, the losses files of two checkpoints, also those whose training dynamics
+    flag them: :mod:`..diagnose.dynamics`), and with *drop_share* > 0 without the next most
+    noise-like pairs up to that share of all (:func:`ranked_drop`); with *scores_out*, also
+    every pair's scores as a TSV (:mod:`..tools.pair_scores`); OUT may then be None (the
+    scores alone). Return (flags, dropped), one bool per binarised training pair of DATA."""
     from .pair_checks import DEFAULT_CHECKS
     from .store import build_command
 
-    data, out = Path(data), Path(out)
-    if data.resolve() == out.resolve():
+    data = Path(data)
+    out = None if out is None else Path(out)
+    if out is None and not scores_out:
+        raise ValueError("give --out (the filtered corpus) or --scores-out (the scores alone)")
+    if out is not None and data.resolve() == out.resolve():
         raise ValueError("--out must differ from DATA: the filtered corpus is written beside it")
     if not 0.0 <= drop_share < 1.0:
         raise ValueError(f"--drop-share {drop_share} is out of range: give a share of the "
                          "training pairs in [0, 1), e.g. 0.2")
-    check_out(out)
+    if out is not None:
+        check_out(out)
     src, tgt = language_pair(data)
     # a file built with --pair-checks none: FeatureStore.suspect_pairs refuses it
-    flags, score, settings = flagged_pairs(data, src, tgt)
+    flags, per_check, score, settings = check_evidence(data, src, tgt)
     num_pairs = len(flags)  # the file was checked to describe every binarised training pair
-    kept_lines(data, num_pairs)  # checked before anything is written
+    lines = kept_lines(data, num_pairs)  # checked before anything is written
+    dyn = None
+    if dynamics:
+        from ..diagnose.dynamics import pair_dynamics
+
+        dyn = pair_dynamics(dynamics[0], dynamics[1], num_pairs)
+    flagged = flags | dyn[1] if dyn is not None else flags
     more = [c for c in DEFAULT_CHECKS if c not in settings.checks]
     fix = (f"; or rebuild the features with more checks than {', '.join(settings.checks)}, "
            f"which score more of the pairs: {build_command(str(data), 'train', src, tgt)} "
            f"--pair-checks {','.join(list(settings.checks) + more)}") if more else ""
-    dropped = ranked_drop(flags, score, drop_share, fix)
+    dropped = ranked_drop(flagged, score, drop_share, fix)
     keep = np.flatnonzero(~dropped)
     if not len(keep):
         raise ValueError(f"the pair checks flag every pair of {data}: nothing to train on")
-    write_corpus(data, out, keep, features, settings)
-    return flags, dropped
+    if scores_out:
+        from ..tools.pair_scores import write_pair_scores
+
+        write_pair_scores(scores_out, per_check, score, flags, dropped, lines, dyn)
+    if out is not None:
+        write_corpus(data, out, keep, features, settings)
+    return flagged, dropped
 
 
 def write_error(err: OSError, out: Path) -> str:
@@ -316,16 +342,25 @@ def get_parser() -> argparse.ArgumentParser:
         epilog="example: autoassist-filter data-bin/crawl --out data-bin/crawl-filtered")
     p.add_argument("data", type=Path, help="data directory of scripts/prepare-corpus.sh, with "
                                            "the feature file of autoassist-features")
-    p.add_argument("--out", required=True, type=Path,
+    p.add_argument("--out", type=Path,
                    help="the filtered data directory to write: a new or empty folder, or an "
                         "earlier output of autoassist-filter (replaced once the new one is "
-                        "complete)")
+                        "complete); may be left out with --scores-out")
     p.add_argument("--no-features", action="store_true",
                    help="do not build features for OUT (enough for --task translation)")
     p.add_argument("--drop-share", type=float, default=0.0, metavar="S",
                    help="drop the share S of the training pairs that rank as most noise-like "
                         "(the flagged pairs first, then by the checks' combined scores; all "
                         "flagged pairs even beyond S); default 0: the flagged pairs only")
+    p.add_argument("--dynamics", nargs=2, metavar=("FIRST", "LAST"),
+                   help="also drop the pairs whose training dynamics flag them: the "
+                        "autoassist-diagnose --losses-out files of an early and a late "
+                        "checkpoint of a run on DATA (a high loss that does not fall, relative "
+                        "to pairs of the same length; the bar is set from the corpus)")
+    p.add_argument("--scores-out", metavar="TSV",
+                   help="also write every training pair's line, check scores, union flag, "
+                        "dynamics score and inputs (with --dynamics) and whether it is dropped "
+                        "(gzip for .gz)")
     return p
 
 
@@ -335,17 +370,21 @@ def cli_main(argv: Optional[Sequence[str]] = None) -> int:
                         level=logging.INFO, stream=sys.stdout)
     try:
         flags, dropped = filter_flagged(args.data, args.out, features=not args.no_features,
-                                        drop_share=args.drop_share)
+                                        drop_share=args.drop_share, dynamics=args.dynamics,
+                                        scores_out=args.scores_out)
     except (FileNotFoundError, ValueError) as err:
         print(f"autoassist-filter: error: {err}", file=sys.stderr)
         return 1
     except OSError as err:  # writing OUT failed; write_corpus left it as it was
-        print(f"autoassist-filter: error: {write_error(err, args.out)}", file=sys.stderr)
+        print(f"autoassist-filter: error: {write_error(err, args.out or Path(args.scores_out))}",
+              file=sys.stderr)
         return 1
     more = int(dropped.sum() - flags.sum())
-    print(f"autoassist-filter: kept {int((~dropped).sum())} of {len(flags)} training pairs "
-          f"({int(flags.sum())} flagged by the pair checks dropped"
-          f"{f', and {more} more of the highest noise scores' if more else ''}) -> {args.out}")
+    by = "the pair checks and the training dynamics" if args.dynamics else "the pair checks"
+    where = " -> ".join(str(p) for p in (args.out, args.scores_out) if p)
+    print(f"autoassist-filter: {'kept' if args.out else 'would keep'} {int((~dropped).sum())} "
+          f"of {len(flags)} training pairs ({int(flags.sum())} flagged by {by} dropped"
+          f"{f', and {more} more of the highest noise scores' if more else ''}) -> {where}")
     return 0
 
 

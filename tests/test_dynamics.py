@@ -1,0 +1,116 @@
+"""diagnose.dynamics: a high loss that does not fall, relative to pairs of the same length,
+flagged at a bar set from the corpus; and autoassist-filter --dynamics / --scores-out."""
+
+import csv
+import shutil
+
+import numpy as np
+import pytest
+
+from autoassist_fairseq.diagnose.dynamics import (BAR, dynamics_flags, dynamics_scores,
+                                                  length_z, pair_dynamics, robust_z)
+from autoassist_fairseq.features.filter import cli_main
+from autoassist_fairseq.features.store import FeatureStore
+
+
+def _learning_corpus(n=4000, noisy=40, seed=0):
+    """Losses of a corpus whose pairs fall from about 6 to about 3 nats, longer targets higher;
+    the first *noisy* pairs stay high."""
+    rng = np.random.default_rng(seed)
+    ntok = rng.integers(3, 60, size=n)
+    base = 0.02 * ntok  # long targets have a higher loss, noise or not
+    first = 6.0 + base + rng.normal(0, 0.3, n)
+    last = 3.0 + base + rng.normal(0, 0.3, n)
+    last[:noisy] = first[:noisy] - rng.uniform(0, 0.3, noisy)
+    return first, last, ntok
+
+
+def test_pairs_whose_loss_does_not_fall_score_highest_and_are_flagged():
+    first, last, ntok = _learning_corpus()
+    scores = dynamics_scores(first, last, ntok)
+    noisy = np.arange(len(first)) < 40
+    assert scores["dynamics"][noisy].min() > np.quantile(scores["dynamics"][~noisy], 0.99)
+    flags = dynamics_flags(scores["dynamics"])
+    assert flags[noisy].mean() == 1.0
+    assert flags[~noisy].mean() <= 0.01  # the corpus's own spread sets the bar
+
+
+def test_a_long_target_is_compared_with_long_targets():
+    """Loss grows with length and most targets are short, as in a corpus: without noise, the
+    long pairs are not flagged for their length."""
+    rng = np.random.default_rng(1)
+    ntok = (3 + rng.exponential(12, size=5000)).astype(int)
+    last = 0.05 * ntok + rng.normal(0, 0.2, 5000)
+    z = length_z(last, ntok)
+    long = ntok > 60
+    assert long.sum() > 20 and abs(np.median(z[long])) < 0.5 and (z > BAR).mean() < 0.01
+    assert (robust_z(last)[long] > BAR).mean() > 0.9  # one bar for all would flag them
+
+
+def test_a_clean_corpus_has_few_pairs_over_the_bar():
+    rng = np.random.default_rng(2)
+    score = rng.normal(size=100_000)
+    assert (robust_z(score) > BAR).mean() < 0.002
+    assert not dynamics_flags(np.full(50, 3.0)).any()  # no spread: nothing stands out
+
+
+def _losses(path, losses, ntok, ids=None):
+    ids = np.arange(len(losses)) if ids is None else ids
+    np.savez(path, losses=losses, ntok=ntok, floor=1.2, ids=ids)
+    return str(path)
+
+
+def test_losses_of_other_pairs_or_another_file_are_refused(tmp_path):
+    first, last, ntok = _learning_corpus(n=200, noisy=0)
+    a = _losses(tmp_path / "a.npz", first, ntok)
+    b = _losses(tmp_path / "b.npz", last[:100], ntok[:100], ids=np.arange(0, 200, 2))
+    with pytest.raises(ValueError, match=r"b.npz holds the losses of 100 pairs, the corpus "
+                                         r"has 200: .*no --sample-pairs"):
+        pair_dynamics(a, b, 200)
+    text = tmp_path / "scores.tsv"
+    text.write_text("pair\tline\n")
+    with pytest.raises(ValueError, match="scores.tsv is not an .npz file: give the losses "
+                                         "that autoassist-diagnose --losses-out wrote"):
+        pair_dynamics(a, str(text), 200)
+    other = tmp_path / "other.npz"
+    np.savez(other, x=np.zeros(3))
+    with pytest.raises(ValueError, match=r"other.npz holds \['x'\], not the losses"):
+        pair_dynamics(a, str(other), 200)
+
+
+def test_filter_drops_the_pairs_the_dynamics_flag_and_writes_every_score(tiny_data, tmp_path,
+                                                                         capsys):
+    from fairseq.data import indexed_dataset
+
+    data = tmp_path / "data"
+    shutil.copytree(tiny_data, data)
+    checks = FeatureStore.open(str(data / "train.src-tgt.autoassist")).suspect_pairs()
+    n = len(checks)
+    src = indexed_dataset.make_dataset(str(data / "train.src-tgt.tgt"), impl="mmap")
+    ntok = np.array([len(src[i]) for i in range(n)])
+    first, last, _ = _learning_corpus(n=n, noisy=0, seed=3)
+    stuck = np.flatnonzero(~checks)[:5]  # pairs the checks let through
+    last[stuck] = first[stuck]
+    a, b = _losses(tmp_path / "a.npz", first, ntok), _losses(tmp_path / "b.npz", last, ntok)
+    (data / "train.kept-lines").write_text("".join(f"{i + 1}\n" for i in range(n)))
+    scores_out, out = tmp_path / "scores.tsv", tmp_path / "filtered"
+    assert cli_main([str(data), "--out", str(out), "--dynamics", a, b,
+                     "--scores-out", str(scores_out)]) == 0
+    with open(scores_out, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    assert len(rows) == n and [int(r["line"]) for r in rows] == list(range(1, n + 1))
+    dyn = np.array([int(r["dynamics_flag"]) for r in rows], dtype=bool)
+    dropped = np.array([int(r["dropped"]) for r in rows], dtype=bool)
+    assert dyn[stuck].all() and dyn.mean() < 0.05
+    assert np.array_equal(np.array([int(r["checks_flag"]) for r in rows], dtype=bool), checks)
+    assert np.array_equal(dropped, checks | dyn)
+    assert float(rows[stuck[0]]["loss_last"]) == pytest.approx(last[stuck[0]], rel=1e-4)
+    kept = indexed_dataset.make_dataset(str(out / "train.src-tgt.src"), impl="mmap")
+    assert len(kept) == n - dropped.sum()
+    assert "flagged by the pair checks and the training dynamics" in capsys.readouterr().out
+    # the scores alone: no corpus written, the same rows
+    alone = tmp_path / "alone.tsv.gz"
+    assert cli_main([str(data), "--scores-out", str(alone)]) == 0
+    assert "would keep" in capsys.readouterr().out and alone.exists()
+    assert cli_main([str(data)]) == 1
+    assert "give --out (the filtered corpus) or --scores-out" in capsys.readouterr().err
