@@ -11,6 +11,7 @@ is that the plugin adds no scikit-learn module to those fairseq loaded (among th
 the pair checks fit with and fairseq does not import).
 """
 
+import ast
 import json
 import os
 import subprocess
@@ -20,12 +21,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "autoassist_fairseq"
 # modules (and subpackages, with their modules) that the Boss's path must not import
-NOT_ON_THE_BOSS_PATH = (
-    "autoassist_fairseq.features.pair_checks", "autoassist_fairseq.features.build",
-    "autoassist_fairseq.features.langid_check", "autoassist_fairseq.features.lexical",
-    "autoassist_fairseq.features.check_report", "autoassist_fairseq.features.tfidf",
-    "autoassist_fairseq.features.filter", "autoassist_fairseq.tools",
-    "autoassist_fairseq.prepare", "autoassist_fairseq.diagnose")
+NOT_ON_THE_BOSS_PATH = tuple(f"autoassist_fairseq.{name}" for name in (
+    "features.pair_checks", "features.build", "features.langid_check", "features.lexical",
+    "features.scripts", "features.digits", "features.words", "features.tfidf",
+    "features.filter", "tools", "prepare", "diagnose"))
 
 _IMPORT_AS_USER_DIR = """
 import json, sys
@@ -54,3 +53,87 @@ def test_user_dir_import_loads_no_feature_building_code():
     # what fairseq loads itself: the premise of the docstring
     assert "sklearn.metrics" in modules["fairseq"]
 
+
+def _part(module: str):
+    """The part of the package a module belongs to: its subpackage, or its top-level module
+    (``autoassist_fairseq.data.plan`` -> ``data``; ``autoassist_fairseq.losses`` ->
+    ``losses``); None for the package itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def _imported_modules(path: Path, module: str):
+    """The package's modules that a file imports, at any depth (a function's import too)."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")[:len(module.split(".")) + is_package - node.level]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target == "autoassist_fairseq":  # from autoassist_fairseq import x
+                yield from (f"{target}.{alias.name}" for alias in node.names)
+            elif target.startswith("autoassist_fairseq."):
+                yield target
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name.startswith("autoassist_fairseq."))
+
+
+def import_graph():
+    """part -> {imported part -> [(importing module, line)]} over the package's sources."""
+    graph = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        module = module[:-len(".__init__")] if module.endswith(".__init__") else module
+        for target in _imported_modules(path, module):
+            source, imported = _part(module), _part(target)
+            if source and imported and source != imported:
+                graph.setdefault(source, {}).setdefault(imported, []).append(module)
+    return graph
+
+
+def cycles(graph):
+    """The strongly connected components of more than one part (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph.get(node, {}):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_cycles_finds_a_cycle_of_three_parts():
+    graph = {"a": {"b": []}, "b": {"c": []}, "c": {"a": []}, "d": {"a": []}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b": []}, "b": {}}) == []
+
+
+def test_no_import_cycle_between_the_packages_parts():
+    graph = import_graph()
+    assert "transport" in graph.get("tasks", {})  # the graph is read: a known edge
+    found = cycles(graph)
+    detail = {" <-> ".join(c): {a: {b: sorted(set(graph[a][b])) for b in graph[a] if b in c}
+                                for a in c} for c in found}
+    assert found == [], detail

@@ -5,7 +5,7 @@ scored.
 OpusCleaner filter share. It turns raw sentence pairs into what ``autoassist-features``
 gives the checks: each side encoded with one joint sentencepiece model (trained on the fit
 sample, as ``scripts/prepare-corpus.sh`` trains it, unless a model is given), the pieces
-counted over one vocabulary in the order :func:`..features.check_report.joined_counts` builds
+counted over one vocabulary in the order :func:`.check_report.joined_counts` builds
 it (what ``fairseq-preprocess --joined-dictionary`` binarises, up to the order of its ids).
 The checks are fitted once on the fit sample (:func:`..features.pair_checks.fit_checks`) and
 score any number of batches over that vocabulary; a piece the sample lacks is left out of the
@@ -31,12 +31,12 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..features.check_report import joined_counts
 from ..features.check_settings import CHECKS
 from ..features.pair_checks import PairCheckSettings, check_scores, fit_checks, union_score
 from ..features.tfidf import count_matrix
 from ..features.words import Pieces
 from ..prepare.spm_train_encode import LINE_BREAKS
+from .check_report import joined_counts
 
 FIT_PAIRS = 200_000  # pairs the checks (and a sentencepiece model) are fitted on
 BATCH_PAIRS = 200_000  # pairs scored at once: memory stays bounded on any input

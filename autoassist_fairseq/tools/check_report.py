@@ -5,7 +5,7 @@ noise. The command mixes them into a clean corpus of the same language pair at a
 share, prepares the mix as ``scripts/prepare-corpus.sh`` does (the same cleaning step,
 joint sentencepiece BPE, the same subword filters), counts the subwords of each side over one
 joined vocabulary (what ``fairseq-preprocess --joined-dictionary`` binarises) and runs
-:func:`.pair_checks.pair_checks`, the function ``autoassist-features`` runs. It then scores
+:func:`..features.pair_checks.pair_checks`, the function ``autoassist-features`` runs. It then scores
 every check on the labelled pairs:
 
 - ``flag_rate[check][label]``: share of each label's pairs flagged by a check (of those that
@@ -18,7 +18,7 @@ every check on the labelled pairs:
   translations (``V``, ``F``);
 - ``auc[name]``: area under the ROC curve of each score for ``V``+``F`` against ``A``+``L``
   (scikit-learn), for each check's continuous score, the union
-  (:func:`.pair_checks.union_score`; ``union_max_margin``: the union's pairs ranked by their
+  (:func:`..features.pair_checks.union_score`; ``union_max_margin``: the union's pairs ranked by their
   largest margin alone) and ``bicleaner``; pairs the cleaning dropped rank above all;
 - ``noise_found_at_valid_share[score][s]``: the share of ``A``+``L`` pairs above the bar of
   that score which ``V``+``F`` pairs pass but for a share s (0.05, 0.1, 0.2, 0.3, 0.5);
@@ -55,13 +55,13 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from ..features.check_settings import check_available
+from ..features.pair_checks import PairCheckSettings, add_settings_arguments, check_scores, \
+    pair_checks, settings_from_args, union_score
+from ..features.tfidf import count_matrix
+from ..features.words import Pieces
 from ..prepare import clean_corpus, spm_train_encode
 from .bootstrap import bootstrap
-from .check_settings import check_available
-from .pair_checks import PairCheckSettings, add_settings_arguments, check_scores, pair_checks, \
-    settings_from_args, union_score
-from .words import Pieces
-from .tfidf import count_matrix
 
 logger = logging.getLogger("autoassist_fairseq.check_report")
 
@@ -245,7 +245,7 @@ def prepare(src_lines, tgt_lines, src: str, tgt: str, workdir: str, bpe_size: in
 def joined_counts(src_pieces, tgt_pieces):
     """Subword counts of both sides over one vocabulary (the ``--joined-dictionary`` of
     ``fairseq-preprocess``, up to the order of its ids), the vocabulary's symbols, and each
-    side's :class:`.words.Pieces` (the langid check's input)."""
+    side's :class:`..features.words.Pieces` (the langid check's input)."""
     vocab: Dict[str, int] = {}
     sides = []
     for side in (src_pieces, tgt_pieces):
@@ -377,12 +377,12 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
 
 
 def opusfilter_report(labels: np.ndarray, src_lines, tgt_lines, src: str, tgt: str) -> dict:
-    """OpusFilter's heuristic filters (:mod:`..tools.opusfilter_heuristics`) on the raw text of
+    """OpusFilter's heuristic filters (:mod:`.opusfilter_heuristics`) on the raw text of
     every pair of the mix: their parameters, each filter's and the union's flag rates per
     label (and A+L, V+F), the AUCs of each filter's flag and of the union's score (the number
     of filters that reject a pair), the union's ``noise_found_at_valid_share``, and the pairs
     the filters score a CPU second."""
-    from ..tools.opusfilter_heuristics import heuristic_flags, heuristics
+    from .opusfilter_heuristics import heuristic_flags, heuristics
 
     start = time.process_time()
     flags = heuristic_flags(src_lines, tgt_lines, src, tgt)
