@@ -51,7 +51,7 @@ setup(
         "console_scripts": [
             "autoassist-features = autoassist_fairseq.features.build:cli_main",
             "autoassist-diagnose = autoassist_fairseq.diagnose:cli_main",
-            "autoassist-check-report = autoassist_fairseq.features.check_report:cli_main",
+            "autoassist-check-report = autoassist_fairseq.tools.check_report:cli_main",
             "autoassist-filter = autoassist_fairseq.features.filter:cli_main",
             "autoassist-score-pairs = autoassist_fairseq.tools.score_pairs:cli_main",
         ],

@@ -76,7 +76,7 @@ from sklearn.naive_bayes import MultinomialNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler, normalize
 
-from autoassist_fairseq.features import check_report as cr
+from autoassist_fairseq.tools import check_report as cr
 from autoassist_fairseq.features import lexical
 from autoassist_fairseq.features.pair_checks import (check_scores, digit_scores, flagged,
                                                      pair_checks)

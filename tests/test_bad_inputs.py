@@ -265,7 +265,7 @@ def test_bad_labelled_or_clean_text_names_the_file_line_and_column(tmp_path, cap
     """autoassist-check-report: a .gz that is not gzip, a line that is not UTF-8, a
     Bicleaner score that is not a number, a short row: one error line naming the file,
     the line (and column) and the fix; exit code 1, no traceback."""
-    from autoassist_fairseq.features import check_report
+    from autoassist_fairseq.tools import check_report
 
     labelled = tmp_path / ("pairs.tsv" if name == "clean" else name)
     labelled.write_bytes(content)

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from autoassist_fairseq.features import bootstrap, check_report
+from autoassist_fairseq.tools import bootstrap, check_report
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 

@@ -21,7 +21,7 @@ from autoassist_fairseq.assistant import Assistant, AssistantHParams
 from autoassist_fairseq.tasks.autoassist_translation import AutoAssistTranslationTask
 from autoassist_fairseq.transport.process import AssistantProcess
 from autoassist_fairseq.data.batch_generator import BatchGenerator
-from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
+from autoassist_fairseq.tasks.batch_iterator import AutoAssistEpochBatchIterator
 from autoassist_fairseq.data.arrays import tensors_to_arrays
 from autoassist_fairseq.data.schema import VERSION, CheckpointSchemaError
 

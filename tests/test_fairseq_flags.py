@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from autoassist_fairseq.data.batch_generator import BatchGenerator
-from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
+from autoassist_fairseq.tasks.batch_iterator import AutoAssistEpochBatchIterator
 from autoassist_fairseq.diagnose import data_pass
 from task_helpers import fairseq_task
 

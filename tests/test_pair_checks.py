@@ -237,7 +237,8 @@ def test_lexical_check_flags_misaligned_pairs_not_their_translations():
 
 
 def test_lexical_settings_are_options_recorded_in_the_header(tmp_path):
-    from autoassist_fairseq.features import build, check_report
+    from autoassist_fairseq.features import build
+    from autoassist_fairseq.tools import check_report
     for parser in (build.get_parser(), check_report.get_parser()):
         text = parser.format_help()
         assert "--lexical-bar" in text and f"default: {LEXICAL_BAR}" in text

@@ -102,7 +102,8 @@ def test_shared_words_and_pieces():
 
 
 def test_langid_settings_are_options_recorded_in_the_header(tmp_path):
-    from autoassist_fairseq.features import build, check_report
+    from autoassist_fairseq.features import build
+    from autoassist_fairseq.tools import check_report
     for parser in (build.get_parser(), check_report.get_parser()):
         assert "--langid-bar" in parser.format_help()
     args = build.get_parser().parse_args(["data", "-s", "en", "-t", "de", "--langid-bar", "3",

@@ -8,7 +8,7 @@ import torch
 
 from autoassist_fairseq.transport.process import AssistantProcess
 from autoassist_fairseq.data.batch_generator import BatchGenerator
-from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
+from autoassist_fairseq.tasks.batch_iterator import AutoAssistEpochBatchIterator
 from utils import children
 
 N = 400

@@ -10,7 +10,7 @@ import torch
 from autoassist_fairseq.transport.local_source import LocalSource
 from autoassist_fairseq.transport.process import AssistantProcess
 from autoassist_fairseq.data.batch_generator import BatchGenerator
-from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
+from autoassist_fairseq.tasks.batch_iterator import AutoAssistEpochBatchIterator
 from autoassist_fairseq.data.batch_stream import BatchStream, StreamState
 from utils import FixedAssistant
 

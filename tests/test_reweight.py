@@ -6,7 +6,7 @@ import torch
 
 from autoassist_fairseq.transport.process import AssistantProcess
 from autoassist_fairseq.data.batch_generator import BatchGenerator
-from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
+from autoassist_fairseq.tasks.batch_iterator import AutoAssistEpochBatchIterator
 from autoassist_fairseq.losses import capture_token_losses, weigh
 from utils import FixedAssistant
 

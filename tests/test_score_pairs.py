@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autoassist_fairseq.features.check_report import _script, joined_counts
+from autoassist_fairseq.tools.check_report import joined_counts
 from autoassist_fairseq.features.pair_checks import PairCheckSettings, flagged, pair_checks
+from autoassist_fairseq.prepare import spm_train_encode as spm
 from autoassist_fairseq.tools import score_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,8 +63,8 @@ def corpus(tmp_path_factory):
 
 def _prepared(path, pairs):
     """The usual preparation's steps on the pairs: a joint sentencepiece model
-    (scripts/spm_train_encode.py train, one thread) and the encoded pieces per side."""
-    spm = _script("spm_train_encode")
+    (autoassist_fairseq.prepare.spm_train_encode train, one thread) and the encoded pieces
+    per side."""
     raw = [path / f"raw.{lang}" for lang in ("en", "de")]
     for side, file in enumerate(raw):
         file.write_text("".join(p[side] + "\n" for p in pairs), encoding="utf-8")

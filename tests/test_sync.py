@@ -13,7 +13,7 @@ from autoassist_fairseq.transport.process import AssistantDied
 from autoassist_fairseq.transport.client import AssistantClient
 from autoassist_fairseq.data.batch_generator import BatchGenerator
 from autoassist_fairseq.data.batch_stream import BatchStream
-from autoassist_fairseq.data.batch_iterator import AutoAssistEpochBatchIterator
+from autoassist_fairseq.tasks.batch_iterator import AutoAssistEpochBatchIterator
 from autoassist_fairseq.data.run_points import RunPoints
 from autoassist_fairseq.transport.local_source import LocalSource, pipeline_lag
 

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
+from .binarised import dataset_prefix, open_side
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
 from .check_settings import check_available
 from .pair_checks import (_COUNT_KEYS, PairCheckSettings, add_settings_arguments, pair_checks,
@@ -30,53 +31,6 @@ from .words import Pieces
 logger = logging.getLogger("autoassist_fairseq.features")
 
 _CHUNK = 200_000  # sentences per progress-bar step
-
-
-def dataset_prefix(data_dir: str, split: str, src: str, tgt: str, lang: str) -> str:
-    """Prefix of the binarised side *lang* of a split, in either direction as
-    fairseq's translation task accepts it; raises with the fix when missing."""
-    from fairseq.data import indexed_dataset
-
-    prefixes = [os.path.join(data_dir, f"{split}.{a}-{b}.{lang}")
-                for a, b in ((src, tgt), (tgt, src))]
-    for prefix in prefixes:
-        if indexed_dataset.dataset_exists(prefix, impl=None):
-            return prefix
-    for prefix in prefixes:
-        if os.path.isfile(prefix):  # the text itself: fairseq-preprocess --dataset-impl raw
-            raise ValueError(
-                f"{prefix} is raw text (fairseq-preprocess --dataset-impl raw): the features "
-                f"are built from binarised data (.bin/.idx: --dataset-impl mmap, fairseq-"
-                f"preprocess's default, or lazy or cached); binarise it again without "
-                f"--dataset-impl raw: fairseq-preprocess --source-lang {src} --target-lang {tgt} "
-                f"... --destdir {data_dir}")
-    found = sorted(f for f in os.listdir(data_dir) if f.startswith(split + ".")) \
-        if os.path.isdir(data_dir) else []
-    raise FileNotFoundError(
-        f"Dataset not found: {split}.{src}-{tgt}.{lang} in {data_dir} "
-        f"(files for split {split!r}: {', '.join(found) or 'none'}). Check --source-lang/"
-        f"--target-lang/--split, or binarise the data first with fairseq-preprocess "
-        f"--source-lang {src} --target-lang {tgt} --destdir {data_dir}"
-    )
-
-
-def open_side(prefix: str):
-    """fairseq's indexed dataset of one binarised side, whose sentences can be read one by
-    one: the ``mmap`` format of ``fairseq-preprocess`` (its default), or ``lazy`` or
-    ``cached`` (one format on disk, of ids + 1 as TorchNet's; read as ``lazy``, since the
-    ``cached`` reader holds no sentence before a prefetch, and with the ids shifted back as
-    fairseq loads it). Any other raises ValueError with the fix."""
-    from fairseq.data import indexed_dataset
-
-    impl = indexed_dataset.infer_dataset_impl(prefix)
-    if impl == "cached":
-        impl = "lazy"
-    if impl not in ("mmap", "lazy"):
-        raise ValueError(f"{prefix}: a side in fairseq's {impl or 'unknown'} format; the "
-                         "features are built from binarised sides of fairseq-preprocess "
-                         "--dataset-impl mmap (its default), lazy or cached: binarise the data "
-                         "again with one of those")
-    return indexed_dataset.make_dataset(prefix, impl=impl, fix_lua_indexing=True)
 
 
 def read_side(prefix: str) -> Tuple[np.ndarray, np.ndarray]:

@@ -3,7 +3,8 @@
 
 :class:`PairCheckSettings` is recorded in the feature file's header, so the Boss flags pairs
 with the settings the file was built with. The checks themselves are in :mod:`.pair_checks`
-and :mod:`.lexical`.
+and the modules it names; this module imports the standard library alone, since the Boss
+reads the settings back (:mod:`.check_flags`).
 """
 
 import argparse
@@ -12,10 +13,6 @@ import math
 import numbers
 from dataclasses import asdict, dataclass, fields
 from typing import Optional, Tuple
-
-from .langid_check import LANGID_BAR
-from .lexical import LEXICAL_BAR
-from .scripts import RARE_SCRIPT, SCRIPT_SHARE
 
 # P(side in the other language) above which a side is flagged; naive Bayes probabilities are
 # extreme (a sentence of 10 subwords in the wrong language gets P > 0.999), so the bar leaves
@@ -47,6 +44,24 @@ LANGUAGE_EVIDENCE = 0.0
 DIGITS_MIN_DIFFERENT = 2
 DIGITS_SHARE = 0.5
 DIGITS_ONE_SIDE = 4
+# Nats per subword (mean log-probability ratio against a random side) below which the worse
+# side of a pair is taken to have no translation on the other. 0 is where the evidence turns
+# (no better than a random pairing), and flags 1.3% of Tatoeba's short clean pairs; -0.5
+# flags 0.29%, which takes the union of the checks over 1% of Tatoeba; -1 flags 0.05% of
+# Tatoeba and none of Multi30k (docs/results/paracrawl/README.md).
+LEXICAL_BAR = -1.0
+# A script is foreign to a side when it holds under this share of the side's letters over the
+# corpus: a share that a language's own alphabets exceed by far (Latin on the Japanese side
+# of an English-Japanese corpus, names and brands, holds several percent) and that stray
+# foreign lines stay far below at a crawled share of noise.
+RARE_SCRIPT = 0.01
+# A pair is flagged when at least this share of one side's letters (over the subwords the
+# other side lacks) are in scripts rare on that side: most of what it says is in another
+# alphabet.
+SCRIPT_SHARE = 0.5
+# Nats of log-likelihood by which another language must score above a side's own for the
+# langid check to flag it: set on clean corpora (:mod:`.langid_check` gives the measurements).
+LANGID_BAR = 7.0
 # The checks, by name (PairCheckSettings.checks).
 CHECKS = ("language", "unrelated", "digits", "lexical", "script", "langid")
 # The checks that run unless --pair-checks names others, the same on every machine: a

@@ -101,8 +101,8 @@ def kept_lines(data: Path, num_pairs: int) -> Optional[np.ndarray]:
 
 def open_training_sides(data: Path, src: str, tgt: str):
     """{language: fairseq's indexed dataset of that side of the training set} (mmap, or lazy
-    or cached: :func:`.build.open_side`)."""
-    from .build import open_side
+    or cached: :func:`.binarised.open_side`)."""
+    from .binarised import open_side
 
     sides = {lang: open_side(str(Path(data) / f"train.{src}-{tgt}.{lang}"))
              for lang in (src, tgt)}

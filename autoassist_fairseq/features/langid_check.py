@@ -38,11 +38,11 @@ from typing import List, Optional, Sequence
 import numpy as np
 from scipy import sparse
 
+from .check_settings import LANGID_BAR  # noqa: F401  (the bar's home)
 from .words import Pieces, Side, unshared_bags, word_ids
 
 logger = logging.getLogger("autoassist_fairseq.features")
 
-LANGID_BAR = 7.0
 _NOT_LANGUAGES = ("zxx",)
 # three-letter and other codes a fairseq corpus may carry, to the identifier's ISO 639-1
 _ISO3 = {"eng": "en", "deu": "de", "ger": "de", "fra": "fr", "fre": "fr", "spa": "es",
@@ -257,9 +257,3 @@ def langid_scores(src: Side, tgt: Side, src_lang: str, tgt_lang: str) -> np.ndar
             if margins is not None:
                 out[start:stop] = np.fmax(out[start:stop], margins)
     return out
-
-
-def langid_flags(column: np.ndarray, bar: float):
-    """The check's (score, flags, union margin) from its column of the pair checks."""
-    score = np.nan_to_num(column, nan=-np.inf)
-    return score, score > bar, np.where(np.isnan(column), -np.inf, column - bar)

@@ -29,12 +29,8 @@ the EM over the (source subword, target subword) co-occurrences of at most
 import numpy as np
 import scipy.sparse as sp
 
-# Nats per subword (mean log-probability ratio against a random side) below which the worse
-# side of a pair is taken to have no translation on the other. 0 is where the evidence turns
-# (no better than a random pairing), and flags 1.3% of Tatoeba's short clean pairs; -0.5
-# flags 0.29%, which takes the union of the checks over 1% of Tatoeba; -1 flags 0.05% of
-# Tatoeba and none of Multi30k (docs/results/paracrawl/README.md).
-LEXICAL_BAR = -1.0
+from .check_settings import LEXICAL_BAR  # noqa: F401  (the bar's home)
+
 # table entries below this are pruned, and a subword's probability is floored at it
 MIN_PROBABILITY = 0.01
 FLOOR = float(np.log(MIN_PROBABILITY))

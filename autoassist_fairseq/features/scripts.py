@@ -26,15 +26,8 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-# A script is foreign to a side when it holds under this share of the side's letters over the
-# corpus: a share that a language's own alphabets exceed by far (Latin on the Japanese side
-# of an English-Japanese corpus, names and brands, holds several percent) and that stray
-# foreign lines stay far below at a crawled share of noise.
-RARE_SCRIPT = 0.01
-# A pair is flagged when at least this share of one side's letters (over the subwords the
-# other side lacks) are in scripts rare on that side: most of what it says is in another
-# alphabet.
-SCRIPT_SHARE = 0.5
+from .check_settings import RARE_SCRIPT, SCRIPT_SHARE  # noqa: F401  (the bars' home)
+
 _MIN_LETTERS = 3  # letters in rare scripts a side needs before its share can flag it
 _WIDTH_FORMS = ("FULLWIDTH", "HALFWIDTH")
 

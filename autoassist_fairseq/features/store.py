@@ -20,8 +20,8 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
-from .pair_checks import (COLUMNS, OLDER_WIDTHS, PairCheckSettings, check_languages_differ,
-                          flag_counts, flagged)
+from .check_flags import check_languages_differ, flag_counts, flagged
+from .check_settings import COLUMNS, OLDER_WIDTHS, PairCheckSettings
 
 FORMAT_VERSION = 1
 _ARRAYS = ("indptr", "indices", "data")

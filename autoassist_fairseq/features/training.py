@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 from fairseq.data import BaseWrapperDataset
 
-from .build import dataset_prefix, open_side
+from .binarised import dataset_prefix, open_side
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
 from .store import FeatureFileDamaged, FeatureStore, build_command, feature_prefix
 

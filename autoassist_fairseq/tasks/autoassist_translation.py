@@ -23,7 +23,7 @@ from .. import metrics as aa_metrics
 from ..checkpoint_file import check_checkpoint_file, resume_checkpoint
 from ..assistant import Assistant
 from ..data.batch_generator import BatchGenerator
-from ..data.batch_iterator import AutoAssistEpochBatchIterator
+from .batch_iterator import AutoAssistEpochBatchIterator
 from ..data.run_points import RunPoints
 from ..data.schema import run_totals_from_task
 from ..features.store import FeatureStore

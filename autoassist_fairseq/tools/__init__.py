@@ -1,9 +1,14 @@
-"""Tools that run the pair checks outside fairseq's training path, on raw text:
+"""Tools that run the pair checks outside fairseq's training path: on raw text, and on
+labelled pairs to measure them:
 
     pair_scorer.py         the checks fitted on a sample of raw pairs, batches scored
     score_pairs.py         the ``autoassist-score-pairs`` command (TSV in, scores out)
     opusfilter_filter.py   an OpusFilter filter (its YAML's ``module:`` names this module)
     opuscleaner/           an OpusCleaner filter definition calling ``autoassist-score-pairs``
+    check_report.py        the ``autoassist-check-report`` command: the checks scored on
+                           labelled pairs mixed into a clean corpus
+    bootstrap.py           the report's intervals (resampling the labelled pairs)
+    opusfilter_heuristics.py  OpusFilter's heuristic filters beside the checks in the report
 
 Nothing here is imported by ``--user-dir autoassist_fairseq``.
 """

@@ -5,7 +5,7 @@ scored.
 OpusCleaner filter share. It turns raw sentence pairs into what ``autoassist-features``
 gives the checks: each side encoded with one joint sentencepiece model (trained on the fit
 sample, as ``scripts/prepare-corpus.sh`` trains it, unless a model is given), the pieces
-counted over one vocabulary in the order :func:`..features.check_report.joined_counts` builds
+counted over one vocabulary in the order :func:`.check_report.joined_counts` builds
 it (what ``fairseq-preprocess --joined-dictionary`` binarises, up to the order of its ids).
 The checks are fitted once on the fit sample (:func:`..features.pair_checks.fit_checks`) and
 score any number of batches over that vocabulary; a piece the sample lacks is left out of the
@@ -31,18 +31,16 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..features.check_report import joined_counts
 from ..features.check_settings import CHECKS
 from ..features.pair_checks import PairCheckSettings, check_scores, fit_checks, union_score
 from ..features.tfidf import count_matrix
 from ..features.words import Pieces
+from ..prepare.spm_train_encode import LINE_BREAKS
+from .check_report import joined_counts
 
 FIT_PAIRS = 200_000  # pairs the checks (and a sentencepiece model) are fitted on
 BATCH_PAIRS = 200_000  # pairs scored at once: memory stays bounded on any input
 BPE_SIZE = 8000  # scripts/prepare-corpus.sh's joint sentencepiece vocabulary
-# Characters Python's universal-newline reader would take for line ends (what
-# scripts/spm_train_encode.py maps to spaces before encoding)
-_LINE_BREAKS = str.maketrans({c: " " for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\t"})
 
 
 class InputError(ValueError):
@@ -102,8 +100,8 @@ def sample_pairs(pairs, size: int, seed: int = 0, keep=None) -> Tuple[List[Tuple
 
 def train_sentencepiece(sources: Sequence[str], targets: Sequence[str], vocab_size: int,
                         threads: int = 1):
-    """A joint sentencepiece BPE model of both sides, trained as scripts/spm_train_encode.py
-    trains it (its defaults), as a processor."""
+    """A joint sentencepiece BPE model of both sides, trained as
+    :mod:`..prepare.spm_train_encode` trains it (its defaults), as a processor."""
     import sentencepiece as spm
 
     with tempfile.TemporaryDirectory() as workdir:
@@ -111,7 +109,7 @@ def train_sentencepiece(sources: Sequence[str], targets: Sequence[str], vocab_si
         for side, lines in (("src", sources), ("tgt", targets)):
             path = os.path.join(workdir, f"train.{side}")
             with open(path, "w", encoding="utf-8", newline="\n") as f:
-                f.writelines(line.translate(_LINE_BREAKS) + "\n" for line in lines)
+                f.writelines(line.translate(LINE_BREAKS) + "\n" for line in lines)
             files.append(path)
         prefix = os.path.join(workdir, "spm")
         try:
@@ -184,8 +182,9 @@ class PairScorer:
         self.names = [c for c in CHECKS if c in self.settings.checks]
 
     def encode(self, texts: Sequence[str]) -> List[List[str]]:
-        """Each text's sentencepiece pieces (as scripts/spm_train_encode.py encodes it)."""
-        return self.sp.encode([t.translate(_LINE_BREAKS) for t in texts], out_type=str,
+        """Each text's sentencepiece pieces (as :mod:`..prepare.spm_train_encode`
+        encodes it)."""
+        return self.sp.encode([t.translate(LINE_BREAKS) for t in texts], out_type=str,
                               num_threads=self.threads)
 
     def _side(self, pieces: List[List[str]], extra: dict):

@@ -2,10 +2,10 @@
 
 The checks fit on the corpus they check, so labelled pairs alone would be a corpus made of
 noise. The command mixes them into a clean corpus of the same language pair at a chosen
-share, prepares the mix as ``scripts/prepare-corpus.sh`` does (the same cleaning script,
+share, prepares the mix as ``scripts/prepare-corpus.sh`` does (the same cleaning step,
 joint sentencepiece BPE, the same subword filters), counts the subwords of each side over one
 joined vocabulary (what ``fairseq-preprocess --joined-dictionary`` binarises) and runs
-:func:`.pair_checks.pair_checks`, the function ``autoassist-features`` runs. It then scores
+:func:`..features.pair_checks.pair_checks`, the function ``autoassist-features`` runs. It then scores
 every check on the labelled pairs:
 
 - ``flag_rate[check][label]``: share of each label's pairs flagged by a check (of those that
@@ -18,7 +18,7 @@ every check on the labelled pairs:
   translations (``V``, ``F``);
 - ``auc[name]``: area under the ROC curve of each score for ``V``+``F`` against ``A``+``L``
   (scikit-learn), for each check's continuous score, the union
-  (:func:`.pair_checks.union_score`; ``union_max_margin``: the union's pairs ranked by their
+  (:func:`..features.pair_checks.union_score`; ``union_max_margin``: the union's pairs ranked by their
   largest margin alone) and ``bicleaner``; pairs the cleaning dropped rank above all;
 - ``noise_found_at_valid_share[score][s]``: the share of ``A``+``L`` pairs above the bar of
   that score which ``V``+``F`` pairs pass but for a share s (0.05, 0.1, 0.2, 0.3, 0.5);
@@ -50,18 +50,18 @@ import sys
 import tempfile
 import time
 import zlib
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from ..features.check_settings import check_available
+from ..features.pair_checks import PairCheckSettings, add_settings_arguments, check_scores, \
+    pair_checks, settings_from_args, union_score
+from ..features.tfidf import count_matrix
+from ..features.words import Pieces
+from ..prepare import clean_corpus, spm_train_encode
 from .bootstrap import bootstrap
-from .check_settings import check_available
-from .pair_checks import PairCheckSettings, add_settings_arguments, check_scores, pair_checks, \
-    settings_from_args, union_score
-from .words import Pieces
-from .tfidf import count_matrix
 
 logger = logging.getLogger("autoassist_fairseq.check_report")
 
@@ -70,19 +70,6 @@ VALID = ("V", "F")
 LABELS = VALID + NOISE + ("MT", "E")  # the labels a labelled file may hold (case counts)
 AUC_NOISE = ("A", "L")  # the kinds the checks claim to catch
 CLEAN = "clean"  # the label of the clean corpus's own pairs
-_SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-
-
-def _script(name: str):
-    """A module of the repository's ``scripts/`` (the preparation steps themselves)."""
-    path = _SCRIPTS / f"{name}.py"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: autoassist-check-report runs the preparation "
-                                "scripts of a source checkout of autoassist-fairseq")
-    spec = importlib.util.spec_from_file_location(f"_aa_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _lines(path: str) -> List[str]:
@@ -207,9 +194,9 @@ def mix(labelled: dict, clean_src, clean_tgt, share: float, seed: int):
 
 def prepare(src_lines, tgt_lines, src: str, tgt: str, workdir: str, bpe_size: int,
             ratio: float, max_chars: int, max_len: int):
-    """The training-set steps of ``scripts/prepare-corpus.sh`` on the mixed text: returns
+    """The training-set steps of ``scripts/prepare-corpus.sh`` on the mixed text
+    (:mod:`..prepare.clean_corpus`, :mod:`..prepare.spm_train_encode`): returns
     the line number (in the mix) of every kept pair and its subword pieces per side."""
-    clean_corpus, spm_script = _script("clean_corpus"), _script("spm_train_encode")
     raw, spm = os.path.join(workdir, "raw"), os.path.join(workdir, "spm")
     os.makedirs(raw, exist_ok=True)
     mixed = [os.path.join(workdir, f"mixed.{lang}") for lang in (src, tgt)]
@@ -225,10 +212,10 @@ def prepare(src_lines, tgt_lines, src: str, tgt: str, workdir: str, bpe_size: in
                              "--out-tgt", rawf[1], "--filter", "--min-len", "1", "--max-len", "0",
                              "--max-chars", str(max_chars), "--no-ratio-filter",
                              "--line-ids-out", os.path.join(raw, "train.kept-lines")]),
-        (spm_script.main, ["train", "--model-prefix", os.path.join(spm, "spm"), "--vocab-size",
-                           str(bpe_size), "--threads", "1"] + rawf),
-        (spm_script.main, ["encode", "--model", os.path.join(spm, "spm.model"),
-                           "--inputs"] + rawf + ["--outputs"] + unf),
+        (spm_train_encode.main, ["train", "--model-prefix", os.path.join(spm, "spm"),
+                                 "--vocab-size", str(bpe_size), "--threads", "1"] + rawf),
+        (spm_train_encode.main, ["encode", "--model", os.path.join(spm, "spm.model"),
+                                 "--inputs"] + rawf + ["--outputs"] + unf),
         (clean_corpus.main, ["--in-src", unf[0], "--in-tgt", unf[1], "--out-src", out[0],
                              "--out-tgt", out[1], "--filter", "--min-len", "1", "--max-len",
                              str(max_len)] + ratio_args +
@@ -239,7 +226,7 @@ def prepare(src_lines, tgt_lines, src: str, tgt: str, workdir: str, bpe_size: in
         try:
             failed = main(argv)
         except RuntimeError as err:  # sentencepiece's trainer: e.g. too few pieces
-            if main is not spm_script.main:
+            if main is not spm_train_encode.main:
                 raise
             raise ValueError(f"sentencepiece could not train a vocabulary of --bpe-size "
                              f"{bpe_size} on the mix ({err}); give a larger --bpe-size "
@@ -258,7 +245,7 @@ def prepare(src_lines, tgt_lines, src: str, tgt: str, workdir: str, bpe_size: in
 def joined_counts(src_pieces, tgt_pieces):
     """Subword counts of both sides over one vocabulary (the ``--joined-dictionary`` of
     ``fairseq-preprocess``, up to the order of its ids), the vocabulary's symbols, and each
-    side's :class:`.words.Pieces` (the langid check's input)."""
+    side's :class:`..features.words.Pieces` (the langid check's input)."""
     vocab: Dict[str, int] = {}
     sides = []
     for side in (src_pieces, tgt_pieces):
@@ -390,12 +377,12 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
 
 
 def opusfilter_report(labels: np.ndarray, src_lines, tgt_lines, src: str, tgt: str) -> dict:
-    """OpusFilter's heuristic filters (:mod:`..tools.opusfilter_heuristics`) on the raw text of
+    """OpusFilter's heuristic filters (:mod:`.opusfilter_heuristics`) on the raw text of
     every pair of the mix: their parameters, each filter's and the union's flag rates per
     label (and A+L, V+F), the AUCs of each filter's flag and of the union's score (the number
     of filters that reject a pair), the union's ``noise_found_at_valid_share``, and the pairs
     the filters score a CPU second."""
-    from ..tools.opusfilter_heuristics import heuristic_flags, heuristics
+    from .opusfilter_heuristics import heuristic_flags, heuristics
 
     start = time.process_time()
     flags = heuristic_flags(src_lines, tgt_lines, src, tgt)

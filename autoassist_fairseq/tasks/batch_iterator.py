@@ -3,9 +3,9 @@
 ``AutoAssistEpochBatchIterator`` honours fairseq's ``EpochBatchIterating`` contract
 (``CountingIterator`` epochs, ``state_dict``/``load_state_dict``, ``end_of_epoch``), so
 ``GroupedIterator``, ``--update-freq``, progress bars and checkpoints work unchanged. Its
-batches are collated as fairseq's own iterator does (``collate``).
+batches are collated as fairseq's own iterator does (``data.collate``).
 
-Each epoch is a fixed number of batches taken from this rank's stream (``batch_stream``),
+Each epoch is a fixed number of batches taken from this rank's stream (``data.batch_stream``),
 equal on every rank, so distributed collectives never hang. Every collective here runs on
 the training thread at a point every rank reaches in the same order: the start of an
 epoch, the end of an update after which fairseq may save (the task's ``reduce_metrics``),
@@ -21,16 +21,16 @@ from typing import Callable, List, Optional
 
 from fairseq.data.iterators import CountingIterator, EpochBatchIterating
 
+from ..data.arrays import arrays_to_tensors, tensors_to_arrays
+from ..data.batch_generator import BatchGenerator
+from ..data.batch_stream import BatchStream, StreamState, agree_num_batches
+from ..data.collate import collated_batches
+from ..data.run_points import RunPoints
+from ..data.schema import VERSION, describe_window_change
+from ..data.schema import load as load_schema
 from ..losses import BossLosses
 from ..metrics import COUNTED, RUN_TOTALS, SUMMED
 from ..transport.client import AssistantClient
-from .batch_generator import BatchGenerator
-from .batch_stream import BatchStream, StreamState, agree_num_batches
-from .arrays import arrays_to_tensors, tensors_to_arrays
-from .collate import collated_batches
-from .run_points import RunPoints
-from .schema import VERSION, describe_window_change
-from .schema import load as load_schema
 
 logger = logging.getLogger(__name__)
 
