@@ -52,7 +52,7 @@ setup(
             "autoassist-features = autoassist_fairseq.features.build:cli_main",
             "autoassist-diagnose = autoassist_fairseq.diagnose:cli_main",
             "autoassist-check-report = autoassist_fairseq.tools.check_report:cli_main",
-            "autoassist-filter = autoassist_fairseq.features.filter:cli_main",
+            "autoassist-filter = autoassist_fairseq.tools.filter:cli_main",
             "autoassist-score-pairs = autoassist_fairseq.tools.score_pairs:cli_main",
         ],
     },

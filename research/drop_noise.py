@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autoassist_fairseq.features import filter as corpus_filter
+from autoassist_fairseq.tools import filter as corpus_filter
 
 
 def fail(message):

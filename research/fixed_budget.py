@@ -202,7 +202,7 @@ def check_sync_available():
 def filtered_data(ctx):
     """WORK/CORPUS/filtered-data: the corpus without the pairs its pair checks flag, written
     by autoassist-filter's code on first use and reused after."""
-    from autoassist_fairseq.features.filter import filter_flagged
+    from autoassist_fairseq.tools.filter import filter_flagged
 
     out = ctx["work"] / "filtered-data"
     if not (out / "done").exists():

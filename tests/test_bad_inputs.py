@@ -34,7 +34,7 @@ def test_features_of_other_text_with_the_same_lengths_are_refused(data, tmp_path
     """A third of the source sentences edited to other words of the same length, the
     dictionary unchanged: the lengths' fingerprint cannot see it, the tokens' does, in
     training and in autoassist-filter (which would drop the wrong pairs)."""
-    from autoassist_fairseq.features.filter import cli_main as filter_main
+    from autoassist_fairseq.tools.filter import cli_main as filter_main
 
     path = data / "train.src-tgt.src.bin"
     tokens = np.fromfile(path, dtype=np.uint16)
@@ -152,7 +152,7 @@ def test_filter_refuses_an_out_that_holds_another_corpus(data, tmp_path, capsys,
     a complete one: a write that fails (a full disk) leaves it as it was, and no temporary
     folder beside it."""
     from autoassist_fairseq.features import build as build_module
-    from autoassist_fairseq.features.filter import cli_main as filter_main
+    from autoassist_fairseq.tools.filter import cli_main as filter_main
 
     other = shutil.copytree(data, tmp_path / "other")
     (other / "raw").mkdir()

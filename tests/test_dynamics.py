@@ -9,7 +9,7 @@ import pytest
 
 from autoassist_fairseq.diagnose.dynamics import (BAR, dynamics_flags, dynamics_scores,
                                                   length_z, pair_dynamics, robust_z)
-from autoassist_fairseq.features.filter import cli_main
+from autoassist_fairseq.tools.filter import cli_main
 from autoassist_fairseq.features.store import FeatureStore
 
 

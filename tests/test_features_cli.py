@@ -75,7 +75,7 @@ def test_lazy_and_cached_data_give_the_features_of_mmap(tiny_data, tmp_path, imp
     features and the filtered corpus are those of the same text in the default mmap."""
     from fairseq.data import indexed_dataset
 
-    from autoassist_fairseq.features.filter import cli_main as filter_main
+    from autoassist_fairseq.tools.filter import cli_main as filter_main
 
     data = shutil.copytree(tiny_data, tmp_path / "data")
     _rewrite_train(data, impl)
@@ -100,7 +100,7 @@ def test_lazy_and_cached_data_give_the_features_of_mmap(tiny_data, tmp_path, imp
 
 
 def test_raw_text_data_names_the_format_and_the_fix(tiny_data, tmp_path, caplog, capsys):
-    from autoassist_fairseq.features.filter import cli_main as filter_main
+    from autoassist_fairseq.tools.filter import cli_main as filter_main
 
     data = shutil.copytree(tiny_data, tmp_path / "data")
     _rewrite_train(data, "raw")

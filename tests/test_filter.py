@@ -5,7 +5,7 @@ import shutil
 import numpy as np
 import pytest
 
-from autoassist_fairseq.features.filter import cli_main
+from autoassist_fairseq.tools.filter import cli_main
 from autoassist_fairseq.features.store import FeatureStore
 
 
@@ -93,7 +93,7 @@ def test_filter_errors_name_the_problem(tiny_data, tmp_path, capsys, case, messa
 
 
 def test_drop_share_drops_the_flagged_pairs_then_the_most_noise_like(tiny_data, tmp_path, capsys):
-    from autoassist_fairseq.features.filter import flagged_pairs
+    from autoassist_fairseq.tools.filter import flagged_pairs
     from fairseq.data import indexed_dataset
 
     data, suspect = _with_flags(tiny_data, tmp_path, [0, 3, 7])
@@ -141,7 +141,7 @@ def test_ranked_drop_refuses_a_share_that_ends_inside_a_wide_tie():
     the pairs taken from the tie would be picked by their place in the corpus: refused when
     they are more than 1% of the pairs dropped beyond the flagged ones (and more than one),
     with the largest share the scores rank."""
-    from autoassist_fairseq.features.filter import ranked_drop
+    from autoassist_fairseq.tools.filter import ranked_drop
 
     flags = np.zeros(1000, dtype=bool)
     flags[:50] = True

@@ -28,7 +28,7 @@ PYTHON_SCRIPTS = ["clean_corpus.py", "spm_train_encode.py", "launch_cpu_workers.
                   "research.repeat_corpus", "research.check_pairs",
                   "autoassist_fairseq.features.build:cli_main",
                   "autoassist_fairseq.tools.check_report:cli_main",
-                  "autoassist_fairseq.features.filter:cli_main",
+                  "autoassist_fairseq.tools.filter:cli_main",
                   "autoassist_fairseq.tools.score_pairs:cli_main"]
 BASH_SCRIPTS = ["prepare-corpus.sh", "prepare-wmt14en2de.sh", "evaluate.sh", "demo.sh",
                 "setup_env.sh", "_common.sh", "test.sh"]

@@ -24,7 +24,7 @@ PACKAGE = REPO / "autoassist_fairseq"
 NOT_ON_THE_BOSS_PATH = tuple(f"autoassist_fairseq.{name}" for name in (
     "features.pair_checks", "features.build", "features.langid_check", "features.lexical",
     "features.scripts", "features.digits", "features.words", "features.tfidf",
-    "features.filter", "tools", "prepare", "diagnose"))
+    "tools", "prepare", "diagnose"))
 
 _IMPORT_AS_USER_DIR = """
 import json, sys

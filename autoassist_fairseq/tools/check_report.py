@@ -5,8 +5,8 @@ noise. The command mixes them into a clean corpus of the same language pair at a
 share, prepares the mix as ``scripts/prepare-corpus.sh`` does (the same cleaning step,
 joint sentencepiece BPE, the same subword filters), counts the subwords of each side over one
 joined vocabulary (what ``fairseq-preprocess --joined-dictionary`` binarises) and runs
-:func:`..features.pair_checks.pair_checks`, the function ``autoassist-features`` runs. It then scores
-every check on the labelled pairs:
+:func:`..features.pair_checks.pair_checks`, the function ``autoassist-features`` runs. It
+then scores every check on the labelled pairs:
 
 - ``flag_rate[check][label]``: share of each label's pairs flagged by a check (of those that
   reached the checks; also for the groups ``A+L`` and ``V+F``); ``cleaning`` is the share
@@ -18,8 +18,8 @@ every check on the labelled pairs:
   translations (``V``, ``F``);
 - ``auc[name]``: area under the ROC curve of each score for ``V``+``F`` against ``A``+``L``
   (scikit-learn), for each check's continuous score, the union
-  (:func:`..features.pair_checks.union_score`; ``union_max_margin``: the union's pairs ranked by their
-  largest margin alone) and ``bicleaner``; pairs the cleaning dropped rank above all;
+  (:func:`..features.check_flags.union_score`; ``union_max_margin``: the union's pairs ranked
+  by their largest margin alone) and ``bicleaner``; pairs the cleaning dropped rank above all;
 - ``noise_found_at_valid_share[score][s]``: the share of ``A``+``L`` pairs above the bar of
   that score which ``V``+``F`` pairs pass but for a share s (0.05, 0.1, 0.2, 0.3, 0.5);
 - ``auc_halves``: those scores' AUCs on the even and on the odd rows of the labelled file,

@@ -32,7 +32,8 @@ def write_pair_scores(path: str, per_check: Dict[str, tuple], union: np.ndarray,
     through a temporary file renamed into place.
 
     Args:
-        per_check (dict): check name -> (score, flags), of :func:`..features.pair_checks.check_scores`.
+        per_check (dict): check name -> (score, flags), of
+            :func:`..features.check_flags.check_scores`.
         union (np.ndarray): the union's score per pair.
         flags (np.ndarray): the checks' flag per pair (bool).
         dropped (np.ndarray): whether the filter drops the pair (bool).

@@ -23,7 +23,7 @@ when complete, so a failure (a full disk, an interrupt) leaves an earlier OUT as
 The checks run at the settings that the feature file's header records, as the task reads
 them. ``--drop-share S`` drops more than the flagged pairs: the share S of the training
 pairs that rank as most noise-like under the checks' combined evidence
-(:func:`.pair_checks.union_score`: the flagged pairs first, then the sum of the checks'
+(:func:`..features.check_flags.union_score`: the flagged pairs first, then the sum of the checks'
 standardised scores), for crawled corpora noisier than the checks' bars assume; every
 flagged pair goes even where they are more than S. Nothing in DATA changes; a dropped pair
 stays there.
@@ -102,7 +102,7 @@ def kept_lines(data: Path, num_pairs: int) -> Optional[np.ndarray]:
 def open_training_sides(data: Path, src: str, tgt: str):
     """{language: fairseq's indexed dataset of that side of the training set} (mmap, or lazy
     or cached: :func:`.binarised.open_side`)."""
-    from .binarised import open_side
+    from ..features.binarised import open_side
 
     sides = {lang: open_side(str(Path(data) / f"train.{src}-{tgt}.{lang}"))
              for lang in (src, tgt)}
@@ -115,7 +115,7 @@ def open_training_sides(data: Path, src: str, tgt: str):
 def flagged_pairs(data: Path, src: str, tgt: str):
     """Per binarised training pair, whether a pair check of its feature file flags it (as the
     task decides it), the union's noise score of each pair
-    (:func:`.pair_checks.union_score`), and the settings the checks ran with. The file is
+    (:func:`..features.check_flags.union_score`), and the settings the checks ran with. The file is
     checked against the binarised text, as training checks it."""
     flags, _, union, settings = check_evidence(data, src, tgt)
     return flags, union, settings
@@ -124,8 +124,8 @@ def flagged_pairs(data: Path, src: str, tgt: str):
 def check_evidence(data: Path, src: str, tgt: str):
     """:func:`flagged_pairs` with each check's (score, flags) before the union's score:
     (flags, per_check, union, settings)."""
-    from .pair_checks import check_scores, union_score
-    from .training import open_checked_features
+    from ..features.check_flags import check_scores, union_score
+    from ..features.training import open_checked_features
 
     sides = open_training_sides(data, src, tgt)
     store = open_checked_features(str(data), "train", src, tgt, np.asarray(sides[src].sizes),
@@ -190,7 +190,7 @@ def _write_into(data: Path, out: Path, src: str, tgt: str, sides, kept, keep, fe
     if kept is not None:
         np.savetxt(out / "train.kept-lines", kept[keep], fmt="%d")
     if features:
-        from . import build
+        from ..features import build
 
         build.build_features(str(out), src, tgt, settings=settings)
 
@@ -277,10 +277,10 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
     *dynamics*, the losses files of two checkpoints, also those whose training dynamics
     flag them: :mod:`..diagnose.dynamics`), and with *drop_share* > 0 without the next most
     noise-like pairs up to that share of all (:func:`ranked_drop`); with *scores_out*, also
-    every pair's scores as a TSV (:mod:`..tools.pair_scores`); OUT may then be None (the
+    every pair's scores as a TSV (:mod:`.pair_scores`); OUT may then be None (the
     scores alone). Return (flags, dropped), one bool per binarised training pair of DATA."""
-    from .pair_checks import DEFAULT_CHECKS
-    from .store import build_command
+    from ..features.check_settings import DEFAULT_CHECKS
+    from ..features.store import build_command
 
     data = Path(data)
     out = None if out is None else Path(out)
@@ -313,7 +313,7 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
     if not len(keep):
         raise ValueError(f"the pair checks flag every pair of {data}: nothing to train on")
     if scores_out:
-        from ..tools.pair_scores import write_pair_scores
+        from .pair_scores import write_pair_scores
 
         write_pair_scores(scores_out, per_check, score, flags, dropped, lines, dyn)
     if out is not None:
