@@ -9,8 +9,8 @@ binarised pair), it adds to the diagnosis the share of noise among the tokens th
 Assistant would skip and would train, the same for an oracle skipping the lowest-loss
 pairs, and per kind the share of its tokens skipped, its mean raw and reducible loss and
 the share of its pairs the pair checks flag. Loss-based skipping keeps noisy pairs (their
-loss stays high): a verdict of ``pays`` then comes with a warning when the trained tokens
-hold more noise than the corpus. research.bench runs it on every Assistant arm.
+loss stays high): the trained tokens then hold more noise than the corpus.
+research.bench runs it on every Assistant arm.
 """
 
 import argparse
@@ -129,11 +129,6 @@ class NoiseReport:
         oracle_skip[order[np.cumsum(pairs.ntok[order]) <= budget]] = 1
         result["noise"]["oracle_at_reference"] = noise_shares(noisy, pairs.boss_tokens,
                                                               oracle_skip)
-        trained, corpus = (result["noise"]["assistant"][k] for k in ("trained", "corpus"))
-        if result["verdict"] == "pays" and trained is not None and trained > 1.05 * corpus:
-            result["verdict_reason"] += (f"; but the trained tokens hold {trained:.1%} noise "
-                                         f"against {corpus:.1%} in the corpus: skipping by loss "
-                                         "keeps the noisy pairs")
 
 
 def format_noise(r):

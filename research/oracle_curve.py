@@ -11,8 +11,9 @@ Reads the curves that ``autoassist-diagnose`` writes for several checkpoints of 
 same corpus, or comma-separated files, add them up), and writes, per corpus and checkpoint (sorted by data passes), the
 share of the reducible loss (and of the raw loss) that an oracle skipping the lowest-loss
 pairs first removes with its reference share of the target tokens: OUT.json (the rows),
-OUT.png (one plot: the shares against data passes, with the verdict's bound, the density
-bound times the token share, below which skipping pays) and OUT.md (a Markdown table).
+OUT.png (one plot: the shares against data passes, with the density reference line times
+the token share, the former bound of the verdict; the verdict now rests on the noise share,
+autoassist-diagnose --help) and OUT.md (a Markdown table).
 """
 
 import json
@@ -60,7 +61,7 @@ def markdown(curves, share):
 
 def plot(curves, share, max_density, path):
     """The oracle's skipped share of the reducible (solid) and raw (dashed) loss against
-    data passes, one colour per corpus, with the verdict's bound."""
+    data passes, one colour per corpus, with the density reference line."""
     import logging
 
     logging.getLogger("matplotlib").setLevel(logging.WARNING)
@@ -76,7 +77,7 @@ def plot(curves, share, max_density, path):
         ax.plot(x, [r["oracle_skipped_share_raw_loss_at_reference"] for r in rows],
                 marker=".", ls="--", color=f"C{i}", label=f"{corpus}: raw loss")
     ax.axhline(max_density * share, color="gray", ls=":",
-               label=f"pays below: density {max_density:g} x {share:.0%}")
+               label=f"density {max_density:g} x {share:.0%} (reference)")
     ax.axhline(share, color="black", lw=0.8, label=f"no gain: {share:.0%} (density 1)")
     ax.set_xlabel("data passes of the plain fairseq run")
     ax.set_ylabel(f"loss share the oracle skips with {share:.0%} of the tokens")

@@ -49,10 +49,11 @@ def run(cmd, timeout=600, check=True, **kwargs):
     return proc
 
 
-def make_binarized(root, n_train=600, n_valid=60, seed=0, features=True):
-    """Raw text -> fairseq-preprocess -> autoassist-features; returns the data dir."""
+def make_binarized(root, n_train=600, n_valid=60, seed=0, features=True, noisy=0.3):
+    """Raw text -> fairseq-preprocess -> autoassist-features; returns the data dir. *noisy*:
+    the share of training pairs with a random target (write_parallel)."""
     raw, data = Path(root) / "raw", Path(root) / "data-bin"
-    write_parallel(raw, "train", n_train, seed=seed)
+    write_parallel(raw, "train", n_train, seed=seed, noisy=noisy)
     write_parallel(raw, "valid", n_valid, seed=seed + 1)
     run(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt",
          "--trainpref", raw / "train", "--validpref", raw / "valid", "--destdir", data,

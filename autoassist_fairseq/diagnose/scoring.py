@@ -13,8 +13,8 @@ from typing import Any, Optional
 import numpy as np
 
 from ..checkpoint_file import CheckpointFileError, check_checkpoint_file
-from .figures import (MAX_DENSITY, REFERENCE_SHARE, data_pass, density, oracle_figures,
-                      reducible_losses, skip_figures, verdict)
+from .figures import (CLEAN_SHARE, MAX_DENSITY, NOISE_BAR, REFERENCE_SHARE, data_pass,
+                      density, oracle_figures, reducible_losses, skip_figures, verdict)
 
 logger = logging.getLogger("autoassist_fairseq.diagnose")
 
@@ -131,6 +131,65 @@ def boss_losses(models, task, criterion, dataset, max_tokens, ids=None):
     return (losses, ntok) if ids is None else (losses[ids], ntok[ids])
 
 
+def check_dynamics(dynamics) -> None:
+    """Raise DiagnosisError unless both ``--dynamics`` files exist (before the slow part)."""
+    for path in dynamics or ():
+        if not os.path.exists(path):
+            raise DiagnosisError(f"--dynamics {path} not found: give the losses files that "
+                                 "autoassist-diagnose --losses-out wrote for an early and a "
+                                 "late checkpoint of a run on this corpus")
+        if os.path.isdir(path):
+            raise DiagnosisError(f"--dynamics {path} is a directory: give the .npz file that "
+                                 "autoassist-diagnose --losses-out wrote")
+
+
+def noise_estimates(data, src, tgt, num_pairs, dynamics=None):
+    """The corpus's estimated share of noise pairs, from what the data directory holds.
+
+    ``noise_share_checks``: the share of the training pairs that the pair checks of the
+    feature file flag, as the task and ``autoassist-filter`` decide it
+    (:func:`..tools.filter.flagged_pairs`); None, with ``noise_share_checks_missing`` saying
+    why, without a feature file with pair checks. ``noise_share_dynamics``: with *dynamics*
+    (the ``--losses-out`` files of an early and a late checkpoint), the share the training
+    dynamics flag (:func:`.dynamics.pair_dynamics`). ``noise_share``: the share flagged by
+    either (the pairs ``autoassist-filter`` with the same inputs drops; None without both).
+
+    Raises:
+        DiagnosisError: the dynamics files cannot be read or hold other pairs.
+    """
+    from pathlib import Path
+
+    from ..tools.filter import flagged_pairs
+
+    out = {"noise_share_checks": None, "noise_share_dynamics": None, "noise_share": None,
+           "noise_bar": NOISE_BAR, "clean_share": CLEAN_SHARE}
+    flags = None
+    try:
+        flags = np.asarray(flagged_pairs(Path(data), src, tgt)[0], dtype=bool)
+        if len(flags) != num_pairs:
+            raise ValueError(f"the feature file describes {len(flags)} pairs, the training "
+                             f"set has {num_pairs}")
+        out["noise_share_checks"] = float(flags.mean())
+    except (FileNotFoundError, ValueError) as err:
+        flags = None
+        out["noise_share_checks_missing"] = str(err)
+        logger.warning(f"no noise share from the pair checks: {err}")
+    if dynamics:
+        from .dynamics import pair_dynamics
+
+        check_dynamics(dynamics)
+        try:
+            dyn = np.asarray(pair_dynamics(dynamics[0], dynamics[1], num_pairs)[1], dtype=bool)
+        except ValueError as err:
+            raise DiagnosisError(f"--dynamics: {err}") from None
+        out["noise_share_dynamics"] = float(dyn.mean())
+        out["dynamics"] = [os.path.abspath(p) for p in dynamics]
+        flags = dyn if flags is None else flags | dyn
+    if flags is not None:
+        out["noise_share"] = float(flags.mean())
+    return out
+
+
 def _machine_busy_seconds():
     """CPU seconds all processes of this machine used since boot (None off Linux)."""
     try:
@@ -189,7 +248,7 @@ class ScoredPairs:
 
 def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
              max_density=MAX_DENSITY, losses_out=None, sample_pairs=None,
-             pair_report: Optional[Any] = None):
+             pair_report: Optional[Any] = None, dynamics=None):
     """The figures and verdict of one checkpoint (diagnose.cli's docstring).
 
     Args:
@@ -199,7 +258,8 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
         max_tokens (int, optional): tokens per scoring batch (default: 8000).
         reference_share (float, optional): token share the oracle skips for the verdict
             (default: 0.35).
-        max_density (float, optional): the verdict's oracle density bound (default: 0.5).
+        max_density (float, optional): the density figures' reference line, reported as
+            ``max_density`` (information: the verdict does not use it; default: 0.5).
         losses_out (str, optional): save each pair's loss, target tokens and the loss
             floor (.npz).
         sample_pairs (int, optional): score only this many pairs drawn at random (seed 0)
@@ -208,6 +268,9 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
             before the slow part (it raises DiagnosisError on bad input), and
             ``report(result, pairs)``, called with the figures and the ScoredPairs to add
             its own (default: None).
+        dynamics (sequence of two str, optional): the ``--losses-out`` files of an early
+            and a late checkpoint of a run on *data*, for the training dynamics' noise share
+            (default: None: the pair checks' share alone).
 
     Returns:
         dict: the figures, as written by ``--out``.
@@ -215,6 +278,7 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
     start = (time.monotonic(), _machine_busy_seconds(), resource.getrusage(resource.RUSAGE_SELF))
     check_data(data)
     check_checkpoint(checkpoint)
+    check_dynamics(dynamics)
     if losses_out:
         check_output(losses_out if losses_out.endswith(".npz") else losses_out + ".npz",
                      "--losses-out")
@@ -251,6 +315,8 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
     dataset = task.datasets[subset]
     if pair_report is not None:
         pair_report.check(data, subset, len(dataset))  # fail before the slow part
+    noise = noise_estimates(data, task.cfg.source_lang, task.cfg.target_lang, len(dataset),
+                            dynamics)
     ids = np.arange(len(dataset))
     if sample_pairs and sample_pairs < len(dataset):  # the same pairs for every checkpoint
         ids = np.sort(np.random.default_rng(0).choice(len(dataset), sample_pairs, replace=False))
@@ -304,8 +370,9 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
             "skip_density_assistant": d_assistant,
             "skip_density_assistant_raw_loss": density(shares["skipped_share_raw_loss"],
                                                        shares["skipped_share_tokens"])})
-    code, why = verdict(oracle["skip_density_oracle"], d_assistant, saved_share, max_density)
-    result.update({"verdict": code, "verdict_reason": why})
+    code, why, command = verdict(noise["noise_share_checks"], noise["noise_share_dynamics"],
+                                 noise["noise_share"], data=data, dynamics=dynamics)
+    result.update({**noise, "verdict": code, "verdict_reason": why, "verdict_command": command})
     if pair_report is not None:
         pair_report.report(result, ScoredPairs(ids, losses, ntok, boss_tokens, skip, floor,
                                                task, has_assistant))
