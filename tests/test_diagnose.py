@@ -96,8 +96,14 @@ def test_console_command_reports_noise_and_a_verdict(diag_run, tmp_path):
     flagged_line = "share of each kind's pairs the pair checks flag: clean " \
         f"{kinds['clean']['pair_checks_flagged']:.1%}, misaligned"
     assert flagged_line in proc.stdout
+    # the checks' noise share is that of the pairs they flag, over every kind
+    flagged = sum(v["pair_checks_flagged"] * v["pairs"] for v in kinds.values())
+    assert d["noise_share_checks"] == pytest.approx(flagged / d["pairs"])
+    assert d["noise_share_checks"] > 0.1 and d["noise_share_dynamics"] is None
     assert d["verdict"] == _expected_verdict(d)
     assert f"verdict: {d['verdict']}" in proc.stdout
+    assert f"noise share of the training pairs: pair checks {d['noise_share_checks']:.1%}" \
+        in proc.stdout
     assert "Boss tokens skipping would save" in proc.stdout
     assert d["cost"]["wall_s"] > 0 and d["cost"]["cpu_s"] > 0
 
@@ -117,14 +123,20 @@ def test_reducible_shares_and_an_oracle_curve_over_checkpoints(diag_run, tmp_pat
     plain = tmp_path / "plain.pt"
     torch.save(state, plain)
     out, losses = tmp_path / "curve.json", tmp_path / "losses.npz"
+    first, last, stalled = _dynamics_files(tmp_path, 2000)
     diagnose.cli_main(["--data", str(data), "--checkpoint", str(checkpoint), str(plain),
-                       "--out", str(out), "--losses-out", str(losses)])
+                       "--out", str(out), "--losses-out", str(losses),
+                       "--dynamics", str(first), str(last)])
     saved = json.loads(out.read_text())
     assert [r["checkpoint"] for r in saved["curve"]] == ["checkpoint_last.pt", "plain.pt"]
     with_assistant, oracle_only = saved["diagnoses"]
     assert "lambda" not in oracle_only
-    assert oracle_only["verdict"] == _expected_verdict(oracle_only)
-    assert with_assistant["verdict"] == _expected_verdict(with_assistant)
+    for d in saved["diagnoses"]:  # the dynamics flag the stalled pairs: the verdict filters
+        assert d["noise_share_dynamics"] == pytest.approx(stalled.mean(), abs=0.01)
+        assert d["noise_share"] >= max(d["noise_share_checks"], d["noise_share_dynamics"])
+        assert d["verdict"] == _expected_verdict(d) == "filter"
+        assert f"--dynamics {first} {last}" in d["verdict_command"]
+    assert [r["verdict"] for r in saved["curve"]] == ["filter", "filter"]
     assert saved["curve"][0]["passes"] > 0 and saved["curve"][0]["num_updates"] == 400
     vocab = len((Path(data) / "dict.tgt.txt").read_text().splitlines()) + 4  # + specials
     floor = label_smoothing_floor(0.1, vocab)
@@ -167,33 +179,121 @@ def test_reducible_shares_and_an_oracle_curve_over_checkpoints(diag_run, tmp_pat
 
 
 def _expected_verdict(d):
-    """The verdict's rule, written out (diagnose.cli's docstring), from the figures of the
-    same diagnosis: no above the oracle's bound; oracle-only without an Assistant, with one
-    that skips under 5% of the Boss tokens, or with one above (1 + bound) / 2; else pays."""
-    if d["skip_density_oracle"] > d["max_density"]:
-        return "no"
-    share = d.get("skipped_share_boss_tokens")
-    if share is None or share < 0.05:
-        return "oracle-only"
-    own = d.get("skip_density_assistant")
-    return "oracle-only" if own is None or own > (1 + d["max_density"]) / 2 else "pays"
+    """The verdict's rule, written out (diagnose.cli's docstring), from the noise shares of
+    the same diagnosis: filter from the noise bar up, no up to the clean corpora's share,
+    unmeasured between; the skip densities play no part."""
+    share = d["noise_share"]
+    if share is None:
+        return "no-estimate"
+    if share >= d["noise_bar"]:
+        return "filter"
+    return "no" if share <= d["clean_share"] else "unmeasured"
 
 
-@pytest.mark.parametrize("oracle, assistant, share, expected", [
-    (0.40, None, None, "oracle-only"),  # no Assistant: what an oracle could do
-    (0.60, None, None, "no"),
-    (0.40, None, 0.30, "oracle-only"),  # an Assistant whose own density is unknown
-    (0.71, 0.90, 0.28, "no"),  # Multi30k, epoch 12: an oracle gains little
-    (0.40, 0.90, 0.28, "oracle-only"),  # the Assistant does not find the easy pairs
-    (0.40, 0.60, 0.02, "oracle-only"),  # it barely skips
-    (0.40, 0.60, 0.30, "pays"),
-    (0.50, 0.75, 0.05, "pays"),  # the bounds are inclusive
+def _dynamics_files(folder, num_pairs, share=0.25, seed=0):
+    """Two synthetic --losses-out files of *num_pairs* pairs: a share *share* of them
+    (returned as a mask) keeps its early loss, the rest fall to a third of it."""
+    rng = np.random.default_rng(seed)
+    ntok = rng.integers(3, 16, num_pairs).astype(float)
+    first = 5.0 + 0.1 * np.log(ntok) + rng.normal(0, 0.05, num_pairs)
+    stalled = rng.random(num_pairs) < share
+    last = np.where(stalled, first, first / 3) + rng.normal(0, 0.05, num_pairs)
+    paths = folder / "losses-first.npz", folder / "losses-last.npz"
+    for path, losses in zip(paths, (first, last)):
+        np.savez(path, losses=losses, ntok=ntok, floor=0.0, ids=np.arange(num_pairs))
+    return paths[0], paths[1], stalled
+
+
+@pytest.mark.parametrize("checks, dynamics, expected", [
+    (0.25, None, "filter"),       # noisy Multi30k: the checks flag 19.6%
+    (0.19, None, "filter"),       # the bar is inclusive
+    (0.0, None, "no"),            # a clean corpus
+    (0.008, None, "no"),          # clean Multi30k: 0.8%
+    (0.01, None, "no"),           # inclusive
+    (0.08, None, "unmeasured"),   # no fixed-budget run at such a share
+    (None, None, "no-estimate"),  # no feature file with pair checks, no dynamics
+    (0.0, 0.25, "filter"),        # the dynamics find what the checks miss
+    (None, 0.005, "no"),
+    (0.005, 0.05, "unmeasured"),
 ])
-def test_verdict_rule(oracle, assistant, share, expected):
-    code, reason = diagnose.verdict(oracle, assistant, share)
+def test_verdict_rule(checks, dynamics, expected):
+    files = ("F.npz", "L.npz") if dynamics is not None else None
+    code, reason, command = diagnose.verdict(checks, dynamics, data="work/crawl",
+                                             dynamics=files)
     assert code == expected and reason
-    assert diagnose.verdict(oracle, assistant, share, max_density=0.3)[0] in (
-        "no" if oracle > 0.3 else expected,)
+    if code == "filter":
+        assert "through the noise, not through easy pairs" in reason
+        assert command.startswith("autoassist-filter work/crawl")
+        assert "--out FILTERED" in command and "--task translation" in command
+        # a filter by the dynamics alone has no fixed-budget run behind it: said so
+        assert ("--dynamics F.npz L.npz" in command) == (not checks or checks < 0.19)
+        assert ("not filtered in a fixed-budget run" in reason) == (not checks or checks < 0.19)
+    elif code == "no":
+        assert command.startswith("fairseq-train work/crawl --task translation")
+        assert "--lr-scheduler rex" in command and "autoassist-filter" not in command
+    elif code == "unmeasured":
+        assert "no fixed-budget run was measured" in reason
+        assert "autoassist-filter" in command and "fairseq-train work/crawl" in command
+    else:
+        assert command is None and "autoassist-features" in reason
+    # the union of both estimates, where given, decides
+    assert diagnose.verdict(0.0, 0.0, noise_share=0.3)[0] == "filter"
+
+
+@pytest.fixture(scope="module")
+def clean_and_noisy(tmp_path_factory):
+    """Two 600-pair toy corpora with their feature files: one without noise, one with half
+    of its pairs given random targets."""
+    root = tmp_path_factory.mktemp("noise-share")
+    return (make_binarized(root / "clean", noisy=0.0),
+            make_binarized(root / "noisy", noisy=0.5))
+
+
+def test_noise_share_of_the_feature_file_and_of_training_dynamics(clean_and_noisy, tmp_path):
+    """The verdict follows the share of pairs the pair checks flag in the data directory's
+    feature file (as autoassist-filter decides it), and, given, the dynamics of two losses
+    files: a corpus whose checks flag many pairs gets filter, one whose checks flag none no."""
+    import shutil
+
+    from autoassist_fairseq.tools.filter import flagged_pairs
+
+    clean, noisy = clean_and_noisy
+    est = diagnose.noise_estimates(str(noisy), "src", "tgt", 600)
+    flags = flagged_pairs(noisy, "src", "tgt")[0]
+    assert est["noise_share_checks"] == pytest.approx(flags.mean()) and flags.mean() >= 0.19
+    assert est["noise_share"] == est["noise_share_checks"] and est["noise_share_dynamics"] is None
+    assert diagnose.verdict(est["noise_share_checks"])[0] == "filter"
+
+    est = diagnose.noise_estimates(str(clean), "src", "tgt", 600)
+    assert est["noise_share_checks"] == 0.0
+    assert diagnose.verdict(est["noise_share_checks"])[0] == "no"
+
+    # the dynamics of the clean corpus's pairs: a quarter of them stall
+    first, last, stalled = _dynamics_files(tmp_path, 600)
+    est = diagnose.noise_estimates(str(clean), "src", "tgt", 600, (str(first), str(last)))
+    assert est["noise_share_dynamics"] == pytest.approx(stalled.mean(), abs=0.01)
+    assert est["noise_share"] == est["noise_share_dynamics"]
+    code, reason, command = diagnose.verdict(est["noise_share_checks"],
+                                             est["noise_share_dynamics"], est["noise_share"],
+                                             data=str(clean), dynamics=(str(first), str(last)))
+    assert code == "filter" and f"--dynamics {first} {last}" in command
+    # losses of other pairs than the corpus's: a clear error
+    (tmp_path / "other").mkdir()
+    other, _, _ = _dynamics_files(tmp_path / "other", 500)
+    with pytest.raises(diagnose.DiagnosisError, match="--dynamics: .* 500 pairs"):
+        diagnose.noise_estimates(str(clean), "src", "tgt", 600, (str(other), str(last)))
+    with pytest.raises(diagnose.DiagnosisError, match="--dynamics .*nope.npz not found"):
+        diagnose.noise_estimates(str(clean), "src", "tgt", 600,
+                                 (str(tmp_path / "nope.npz"), str(last)))
+
+    # no feature file: no estimate from the checks, and the verdict says what to build
+    bare = tmp_path / "bare"
+    shutil.copytree(clean, bare)
+    for f in bare.glob("*.autoassist*"):
+        f.unlink()
+    est = diagnose.noise_estimates(str(bare), "src", "tgt", 600)
+    assert est["noise_share_checks"] is None and est["noise_share_checks_missing"]
+    assert diagnose.verdict(est["noise_share_checks"])[0] == "no-estimate"
 
 
 def test_densities_and_noise_shares_on_constructed_losses():
@@ -251,7 +351,11 @@ def test_bad_arguments_are_clear_errors(tmp_path):
                "--reference-share", "1.5"], check=False)
     assert bad.returncode == 2 and "--reference-share 1.5: must be in (0, 1)" in bad.stderr
     helped = run([BIN / "autoassist-diagnose", "--help"])
-    assert "pays" in helped.stdout and "oracle-only" in helped.stdout
+    # each verdict with the evidence behind it, and where the figures are
+    for text in ("filter", "unmeasured", "no-estimate", "--dynamics FIRST LAST", "19.6%",
+                 "35.73 against 34.91", "4.367 / BLEU 35.73", "docs/results/converged/README.md",
+                 "summary.json"):
+        assert text in " ".join(helped.stdout.split()), text
 
 
 @pytest.mark.parametrize("case, message", [
@@ -263,6 +367,7 @@ def test_bad_arguments_are_clear_errors(tmp_path):
     ("out-is-a-folder", "--out {data} is a directory"),
     ("losses-out-under-a-file", "--losses-out {file}/losses.npz is under the file {file}"),
     ("not-loadable", "--checkpoint {fake} could not be loaded as a fairseq checkpoint"),
+    ("dynamics-missing", "--dynamics {tmp}/first.npz not found"),
 ])
 def test_bad_paths_are_refused_before_any_scoring(tmp_path, case, message):
     """Each path is checked before the first checkpoint is scored: a data directory that is
@@ -288,6 +393,8 @@ def test_bad_paths_are_refused_before_any_scoring(tmp_path, case, message):
                                     "--losses-out", file / "losses.npz"],
         "not-loadable": ["--data", data, "--checkpoint", fake, "--out",
                          tmp_path / "new" / "d.json"],
+        "dynamics-missing": ["--data", data, "--checkpoint", fake, "--dynamics",
+                             tmp_path / "first.npz", file, "--out", tmp_path / "new" / "d.json"],
     }[case]
     message = message.format(file=file, tmp=tmp_path, text=text, other=other, data=data,
                              fake=fake)
