@@ -118,7 +118,7 @@ def add_noise_report(arms, seed, plan):
                          plan.noise_labels)
         m["noise"] = d and d["noise"]["assistant"]
         m["noise_by_kind"] = d and d["noise"].get("by_kind")
-        m["verdict"] = d and d["verdict"]  # on the reducible loss
+        m["verdict"] = d and d["verdict"]  # from the corpus's noise share (autoassist-diagnose)
         m["skipped_share_reducible_loss"] = d and d.get("skipped_share_reducible_loss")
         m["skip_density"] = d and d.get("skip_density_assistant")
         corpus = corpus or (d and d["noise"]["assistant"]["corpus"])

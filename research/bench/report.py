@@ -148,8 +148,8 @@ NOTES = ("Equal compute: the baseline trains first (the config's --max-epoch, or
          "(/proc/stat) used by processes outside the run while it trained: above a few "
          "percent, its wall times are slowed by other work. Noise skipped / trained = the "
          "share of noisy Boss tokens among those the arm's last Assistant would skip / train "
-         "(research.noise_report; the baseline trains the corpus share); its loss shares and "
-         "verdict are of the reducible loss (the label-smoothed loss minus its floor). Means "
+         "(research.noise_report; the baseline trains the corpus share); its loss shares are "
+         "of the reducible loss (the label-smoothed loss minus its floor). Means "
          "are n/a when a seed has no value.")
 
 
