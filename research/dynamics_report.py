@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from autoassist_fairseq.diagnose.dynamics import BAR, BINS, pair_dynamics
-from autoassist_fairseq.tools.filter import flagged_pairs, language_pair
+from autoassist_fairseq.features.prepared import flagged_pairs, language_pair
 from autoassist_fairseq.tools.bootstrap import bootstrap
 from autoassist_fairseq.tools.check_report import AUC_NOISE, VALID, _auc, noise_found_at
 from research.add_noise import LABEL_OF_KIND
