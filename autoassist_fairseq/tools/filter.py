@@ -202,10 +202,12 @@ def check_out(out: Path) -> None:
 
 
 def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
-                   dynamics: Optional[Sequence[str]] = None, scores_out: Optional[str] = None):
+                   dynamics: Optional[Sequence[str]] = None, scores_out: Optional[str] = None,
+                   dynamics_checkpoint: Optional[str] = None):
     """Write OUT without the training pairs of DATA that the pair checks flag (with
     *dynamics*, the losses files of two checkpoints, also those whose training dynamics
-    flag them: :mod:`..diagnose.dynamics`), and with *drop_share* > 0 without the next most
+    flag them: :mod:`..diagnose.dynamics`; with *dynamics_checkpoint*, from the losses of the
+    training passes that the checkpoint's Assistant recorded), and with *drop_share* > 0 without the next most
     noise-like pairs up to that share of all (:func:`ranked_drop`); with *scores_out*, also
     every pair's scores as a TSV (:mod:`.pair_scores`); OUT may then be None (the
     scores alone). Return (flags, dropped), one bool per binarised training pair of DATA."""
@@ -229,10 +231,21 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
     num_pairs = len(flags)  # the file was checked to describe every binarised training pair
     lines = kept_lines(data, num_pairs)  # checked before anything is written
     dyn = None
+    if dynamics and dynamics_checkpoint:
+        raise ValueError("give --dynamics (the losses of two checkpoints) or "
+                         "--dynamics-checkpoint (the training passes' own losses), not both")
     if dynamics:
         from ..diagnose.dynamics import pair_dynamics
 
         dyn = pair_dynamics(dynamics[0], dynamics[1], num_pairs)
+    elif dynamics_checkpoint:
+        from ..diagnose.dynamics import visits_dynamics
+
+        sides = open_training_sides(data, src, tgt)
+        # a copy while the side is open: its sizes are a view of the index file's mmap
+        ntok = np.array(sides[tgt].sizes, dtype=np.int64)
+        del sides
+        dyn = visits_dynamics(dynamics_checkpoint, ntok)
     flagged = flags | dyn[1] if dyn is not None else flags
     more = [c for c in DEFAULT_CHECKS if c not in settings.checks]
     fix = (f"; or rebuild the features with more checks than {', '.join(settings.checks)}, "
@@ -287,6 +300,11 @@ def get_parser() -> argparse.ArgumentParser:
                         "autoassist-diagnose --losses-out files of an early and a late "
                         "checkpoint of a run on DATA (a high loss that does not fall, relative "
                         "to pairs of the same length; the bar is set from the corpus)")
+    p.add_argument("--dynamics-checkpoint", metavar="CKPT",
+                   help="as --dynamics, from the losses of the training passes themselves: "
+                        "each pair's first and latest visit, which the Assistant of an "
+                        "autoassist_translation run on DATA records in its checkpoints (no "
+                        "extra forward pass; pairs visited once are not scored)")
     p.add_argument("--scores-out", metavar="TSV",
                    help="also write every training pair's line, check scores, union flag, "
                         "dynamics score and inputs (with --dynamics) and whether it is dropped "
@@ -301,7 +319,8 @@ def cli_main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         flags, dropped = filter_flagged(args.data, args.out, features=not args.no_features,
                                         drop_share=args.drop_share, dynamics=args.dynamics,
-                                        scores_out=args.scores_out)
+                                        scores_out=args.scores_out,
+                                        dynamics_checkpoint=args.dynamics_checkpoint)
     except (FileNotFoundError, ValueError) as err:
         print(f"autoassist-filter: error: {err}", file=sys.stderr)
         return 1
@@ -310,7 +329,8 @@ def cli_main(argv: Optional[Sequence[str]] = None) -> int:
               file=sys.stderr)
         return 1
     more = int(dropped.sum() - flags.sum())
-    by = "the pair checks and the training dynamics" if args.dynamics else "the pair checks"
+    by = "the pair checks and the training dynamics" if args.dynamics or \
+        args.dynamics_checkpoint else "the pair checks"
     where = " -> ".join(str(p) for p in (args.out, args.scores_out) if p)
     print(f"autoassist-filter: {'kept' if args.out else 'would keep'} {int((~dropped).sum())} "
           f"of {len(flags)} training pairs ({int(flags.sum())} flagged by {by} dropped"
