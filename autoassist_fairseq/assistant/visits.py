@@ -8,8 +8,8 @@ which saw the pair in some passes, be merged (:func:`merge_states`): a pair is v
 most once a pass, by one rank.
 
 Memory: 14 bytes a dataset row (float16 first and latest loss, float32 sum, uint16 visits
-and passes): 560 MB for 40M pairs; a saved state holds only the visited rows, 4 bytes more
-each for the id.
+and passes): 560 MB for 40M pairs; a saved state holds only the visited rows, 24 bytes each
+(the id and the counters as int32, for the ranks' broadcast).
 """
 
 from typing import Iterable, Optional
@@ -60,10 +60,16 @@ class PairVisits:
         self.visits[ids] = np.minimum(self.visits[ids].astype(np.int64) + 1, _UINT16_MAX)
 
     def state_dict(self) -> dict:
+        """The visited rows only. Integers are saved as int32 or int64: fairseq broadcasts
+        a checkpoint's tensors to every rank at a resume, and gloo has no unsigned types
+        but uint8."""
         seen = np.flatnonzero(self.visits > 0)
-        id_type = np.uint32 if self.num_rows <= np.iinfo(np.uint32).max else np.int64
-        return {"num_rows": self.num_rows, "ids": seen.astype(id_type),
-                **{f: getattr(self, f)[seen] for f in FIELDS}}
+        id_type = np.int32 if self.num_rows <= np.iinfo(np.int32).max else np.int64
+        state = {"num_rows": self.num_rows, "ids": seen.astype(id_type)}
+        for f in FIELDS:
+            values = getattr(self, f)[seen]
+            state[f] = values.astype(np.int32) if values.dtype == np.uint16 else values
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         if int(state["num_rows"]) != self.num_rows:
@@ -73,7 +79,8 @@ class PairVisits:
         self.reset()
         ids = np.asarray(state["ids"], dtype=np.int64)
         for f in FIELDS:
-            getattr(self, f)[ids] = np.asarray(state[f])
+            array = getattr(self, f)
+            array[ids] = np.asarray(state[f]).astype(array.dtype)
 
 
 def merge_states(states: Iterable[Optional[dict]]) -> PairVisits:
