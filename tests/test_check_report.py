@@ -96,7 +96,9 @@ def test_report_scores_each_check_on_the_labelled_pairs(corpus, tmp_path):
              "auc bicleaner": auc["bicleaner"],
              "auc union - bicleaner": auc["union"] - auc["bicleaner"],
              "union A+L found at V+F 5%": found["union"]["0.05"],
-             "bicleaner A+L found at V+F 5%": found["bicleaner"]["0.05"]}
+             "bicleaner A+L found at V+F 5%": found["bicleaner"]["0.05"],
+             "union - bicleaner A+L found at V+F 5%":
+                 found["union"]["0.05"] - found["bicleaner"]["0.05"]}
     if "opusfilter" in report:  # OpusFilter's heuristics, on the same resamples
         heur = report["opusfilter"]
         point.update({
@@ -105,7 +107,9 @@ def test_report_scores_each_check_on_the_labelled_pairs(corpus, tmp_path):
             "auc opusfilter union": heur["auc"]["union"],
             "auc union - opusfilter union": auc["union"] - heur["auc"]["union"],
             "opusfilter union A+L found at V+F 5%":
-                heur["noise_found_at_valid_share"]["union"]["0.05"]})
+                heur["noise_found_at_valid_share"]["union"]["0.05"],
+            "union - opusfilter union A+L found at V+F 5%":
+                found["union"]["0.05"] - heur["noise_found_at_valid_share"]["union"]["0.05"]})
     assert set(intervals) == set(point)
     for name, iv in intervals.items():
         assert iv["replicates"] == 1000 and iv["low"] <= point[name] <= iv["high"], name
@@ -369,6 +373,7 @@ def test_each_resample_scores_the_checks_and_the_heuristics_on_the_same_rows():
     assert same["auc union - opusfilter union"]["sd"] == 0
     assert same["auc union - opusfilter union"]["low"] == 0 == \
         same["auc union - opusfilter union"]["high"]
+    assert same["union - opusfilter union A+L found at V+F 5%"]["sd"] == 0
     for key in ("sd", "low", "high", "replicates"):
         assert same["auc opusfilter union"][key] == same["auc union"][key] == \
             same["auc bicleaner"][key]

@@ -302,7 +302,8 @@ def key_figures(labels: np.ndarray, union: np.ndarray, union_scores: np.ndarray,
     A+L each finds at V+F = 5% (*union*: dropped or flagged; *union_scores*: +inf where
     dropped). *heuristics* (``flag``: OpusFilter's union flag, ``score``: the number of its
     filters that reject a pair, on the same rows): that union's A+L and V+F flag rates, AUC,
-    A+L found at V+F = 5%, and the AUC of the checks' union less its own."""
+    A+L found at V+F = 5%, and the checks' union's AUC and A+L found less its own (the
+    same differences against Bicleaner)."""
     out = {}
     for name, group in (("union A+L", AUC_NOISE), ("union V+F", VALID), ("union L", ("L",))):
         pick = np.isin(labels, group)
@@ -317,6 +318,8 @@ def key_figures(labels: np.ndarray, union: np.ndarray, union_scores: np.ndarray,
         out["auc bicleaner"] = _auc(labels, -bicleaner)
         out["auc union - bicleaner"] = out["auc union"] - out["auc bicleaner"]
         out["bicleaner A+L found at V+F 5%"] = noise_found_at(labels, -bicleaner, 0.05)
+        out["union - bicleaner A+L found at V+F 5%"] = \
+            out["union A+L found at V+F 5%"] - out["bicleaner A+L found at V+F 5%"]
     if heuristics is not None:
         for name, group in (("opusfilter union A+L", AUC_NOISE),
                             ("opusfilter union V+F", VALID)):
@@ -326,6 +329,8 @@ def key_figures(labels: np.ndarray, union: np.ndarray, union_scores: np.ndarray,
         out["auc union - opusfilter union"] = out["auc union"] - out["auc opusfilter union"]
         out["opusfilter union A+L found at V+F 5%"] = noise_found_at(
             labels, heuristics["score"], 0.05)
+        out["union - opusfilter union A+L found at V+F 5%"] = \
+            out["union A+L found at V+F 5%"] - out["opusfilter union A+L found at V+F 5%"]
     return out
 
 
