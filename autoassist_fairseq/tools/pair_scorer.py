@@ -53,9 +53,13 @@ def one_line(texts: Sequence[str]) -> List[str]:
     """*texts* with LINE_BREAKS' characters turned into spaces (``t.translate(LINE_BREAKS)``
     of each text, as :mod:`..prepare.spm_train_encode` reads a line)."""
     texts = list(texts)
-    if _BREAK.search("\n".join(texts)) is None:  # "\n" is none of them
-        return texts
-    return [t.translate(LINE_BREAKS) for t in texts]
+    joined = "\n".join(texts)  # "\n" is none of them
+    hits = [m.start() for m in _BREAK.finditer(joined)]
+    if hits:  # the texts that hold one: where each text starts in *joined*
+        starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
+        for i in np.unique(np.searchsorted(starts, hits, side="right") - 1).tolist():
+            texts[i] = texts[i].translate(LINE_BREAKS)
+    return texts
 
 
 class InputError(ValueError):
@@ -83,14 +87,15 @@ def read_pairs(lines, name: str) -> Iterator[Tuple[str, str]]:
         InputError: a line without exactly one tab, named by its number.
     """
     for number, line in enumerate(lines, 1):
-        line = line.rstrip("\n")
-        if line.count("\t") != 1:
+        pair = line.rstrip("\n").split("\t")
+        if len(pair) == 2:
+            yield pair[0], pair[1]
+        else:
+            line = line.rstrip("\n")
             raise InputError(
                 f"{name}, line {number}: {line.count(chr(9))} tabs; each line must be one "
                 "pair, SOURCE<tab>TARGET (exactly one tab; replace tabs inside a sentence "
                 "by spaces, e.g. paste the two sides of a corpus: paste corpus.en corpus.de)")
-        src, tgt = line.split("\t")
-        yield src, tgt
 
 
 def sample_pairs(pairs, size: int, seed: int = 0, keep=None,
@@ -128,7 +133,7 @@ def train_sentencepiece(sources: Sequence[str], targets: Sequence[str], vocab_si
         for side, lines in (("src", sources), ("tgt", targets)):
             path = os.path.join(workdir, f"train.{side}")
             with open(path, "w", encoding="utf-8", newline="\n") as f:
-                f.writelines(line.translate(LINE_BREAKS) + "\n" for line in lines)
+                f.write("".join(line + "\n" for line in one_line(lines)))
             files.append(path)
         prefix = os.path.join(workdir, "spm")
         try:

@@ -27,6 +27,7 @@ Example::
 """
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -140,7 +141,10 @@ def score_pairs(args, settings) -> dict:
                              "pairs, SOURCE<tab>TARGET a line")
         scorer = PairScorer(sample, args.src, args.tgt, settings, args.spm_model,
                             args.bpe_size, args.threads, keep_pieces=bool(lines))
-        del sample
+        # the sample is the whole input, in input order: scored from it, not read again
+        whole = bool(lines) and n_fit <= args.fit_pairs
+        if not whole:
+            del sample
         # the sample's input lines, sorted, and their rows in the sample
         order = np.argsort(np.asarray(lines, dtype=np.int64), kind="stable")
         sample_lines, sample_rows = np.asarray(lines, dtype=np.int64)[order], order
@@ -154,8 +158,8 @@ def score_pairs(args, settings) -> dict:
                 out.write("\t".join([args.src, args.tgt] +
                                     [f"{c}_score" for c in scorer.names] +
                                     ["union_score", "flag"]) + "\n")
-            with open_text(source) as f:
-                pairs = read_pairs(f, name)
+            with (contextlib.nullcontext() if whole else open_text(source)) as f:
+                pairs = iter(sample) if whole else read_pairs(f, name)
                 while True:
                     batch = list(islice(pairs, args.batch_size))
                     if not batch:
