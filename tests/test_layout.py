@@ -54,34 +54,6 @@ def test_user_dir_import_loads_no_feature_building_code():
     assert "sklearn.metrics" in modules["fairseq"]
 
 
-_TOOL_THEN_USER_DIR = """
-import argparse, json, sys
-import autoassist_fairseq.tools.score_pairs
-light = sorted(m for m in ("torch", "fairseq") if m in sys.modules)
-from fairseq import utils
-from fairseq.optim.lr_scheduler import LR_SCHEDULER_REGISTRY
-from fairseq.tasks import TASK_REGISTRY
-import torch
-utils.import_user_module(argparse.Namespace(user_dir=sys.argv[1]))
-safe = getattr(torch.serialization, "get_safe_globals", lambda: [argparse.Namespace])()
-print(json.dumps({"loaded_by_the_tool": light, "task": "autoassist_translation" in TASK_REGISTRY,
-                  "rex": "rex" in LR_SCHEDULER_REGISTRY, "compat": argparse.Namespace in safe}))
-"""
-
-
-def test_a_tool_imports_neither_torch_nor_fairseq_and_user_dir_still_registers_after_it():
-    """The raw-text tools need neither torch nor fairseq (their import took 6 s). The package
-    imported before fairseq (a tool first, then ``--user-dir`` in the same process, which
-    imports no package already imported) still registers the task and ``rex`` and applies
-    ``compat`` once fairseq is imported."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-c", _TOOL_THEN_USER_DIR, str(PACKAGE)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {
-        "loaded_by_the_tool": [], "task": True, "rex": True, "compat": True}
-
-
 def _part(module: str):
     """The part of the package a module belongs to: its subpackage, or its top-level module
     (``autoassist_fairseq.data.plan`` -> ``data``; ``autoassist_fairseq.losses`` ->
