@@ -407,3 +407,63 @@ def test_an_undecodable_message_of_the_assistant_is_an_error_not_the_pipes_end(p
     assert errors[0].startswith(f"the Boss could not read a message of the Assistant process "
                                 f"({len(payload)} bytes: "), errors
     assert "a message damaged in the pipe" in errors[0] and "--assistant-sync" in errors[0]
+
+
+# -- issue 48's "not tried yet" cases: flags and files that change at a resume ---------------
+
+def _resume(data, save_dir, *extra, check=False):
+    """fairseq-train resumed from SAVE_DIR/checkpoint_last.pt (3 updates of the tiny run)
+    for 3 more updates: ``(process, output)``."""
+    proc = run(train_args(data, save_dir, extra=["--max-update", "6", "--assistant-sync",
+                                                 *extra]), check=check)
+    return proc, proc.stdout + proc.stderr
+
+
+def _copy_checkpoint(tiny_checkpoint, tmp_path):
+    save_dir = tmp_path / "ckpt"
+    save_dir.mkdir()
+    shutil.copy(tiny_checkpoint, save_dir / "checkpoint_last.pt")
+    return save_dir
+
+
+def test_a_trace_folder_given_as_a_file_stops_before_training(tiny_data, tmp_path):
+    """--assistant-trace-dir naming a file: fairseq-train stops at the task's setup with the
+    flag, the path and the fix, before any training or save, and the file is left as it was."""
+    trace = tmp_path / "trace"
+    trace.write_text("not a folder\n")
+    proc = run(train_args(tiny_data, tmp_path / "ckpt", extra=[
+        "--max-update", "3", "--assistant-sync", "--assistant-trace-dir", trace]), check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output[-3000:]
+    assert f"--assistant-trace-dir {trace} is a file: give a folder (the trace is written to " \
+           "DIR/trained.rank<R>.tsv)" in output, output[-3000:]
+    assert "| train_inner |" not in output and not (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
+    assert trace.read_text() == "not a folder\n"
+
+
+@pytest.mark.parametrize("version, reason", [
+    (99, "(the checkpoint is from a newer release: upgrade autoassist-fairseq)"),
+    (2, ""),
+])
+def test_an_edited_schema_version_in_a_checkpoint_stops_the_resume(tiny_checkpoint, tiny_data,
+                                                                   tmp_path, version, reason):
+    """The AutoAssist state's schema version edited in checkpoint_last.pt (to one from a
+    newer release, or to one that never shipped): the resume stops before training, naming
+    the version, the versions this release reads and the fix, never a fresh Assistant."""
+    import torch
+
+    save_dir = _copy_checkpoint(tiny_checkpoint, tmp_path)
+    path = save_dir / "checkpoint_last.pt"
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    saved = state["extra_state"]["train_iterator"]["autoassist"]
+    assert saved["version"] == 6
+    saved["version"] = version
+    torch.save(state, path)
+    edited = path.read_bytes()
+    proc, output = _resume(tiny_data, save_dir)
+    assert proc.returncode != 0, output[-3000:]
+    assert f"the checkpoint's AutoAssist state has schema version {version}; this " \
+           f"autoassist-fairseq reads versions 1, 3, 4, 5 and 6{' ' + reason if reason else ''}; " \
+           "resume from another checkpoint, or relaunch with --reset-dataloader (a new " \
+           "Assistant and batch plan)" in output, output[-3000:]
+    assert "| train_inner |" not in output and path.read_bytes() == edited
