@@ -301,3 +301,64 @@ def test_the_counts_of_an_update_fairseq_never_reduced_are_not_lost():
     assert itr.run_totals["boss_tokens"] == tokens
     assert itr.run_totals["considered_tokens"] == pytest.approx(credited["considered_tokens"])
     assert itr.run_totals["accepted_tokens"] == pytest.approx(credited["accepted_tokens"])
+
+
+class _AcceptAll(_NonfiniteCounter):
+    def accept_probability(self, ids):
+        return np.ones(len(ids))
+
+
+def _seeded(seed):
+    return BatchGenerator(np.arange(N), *_sizes(), max_tokens=512, window_size=500, seed=seed)
+
+
+def test_another_seed_at_a_resume_applies_from_the_next_data_pass(caplog):
+    """Issue 48, not tried yet: saved after 10 batches of --seed 5, resumed with --seed 9.
+    The pass goes on in its saved order (each pair trained once, the same batches as the
+    uninterrupted run; every pair accepted, so that the epoch is the pass), the log says from
+    when the new seed applies, and the next pass is drawn from it."""
+    def iterator(seed):
+        gen = _seeded(seed)
+        return AutoAssistEpochBatchIterator(list(range(N)), _collate, gen,
+                                            lambda: LocalSource(gen, _AcceptAll, lag=0))
+
+    def pass_one(itr, epoch):
+        ids = []
+        for sample in epoch:
+            meta = sample["autoassist"]
+            itr.client.send_losses(meta["ids"], np.ones(len(meta["ids"])), meta["seq"])
+            ids.append(list(meta["ids"]))
+        return ids
+
+    uninterrupted = iterator(5)
+    whole = pass_one(uninterrupted, uninterrupted.next_epoch_itr())
+    assert sorted(i for ids in whole for i in ids) == list(range(N))
+    saved_run = iterator(5)
+    epoch = saved_run.next_epoch_itr()
+    for _ in range(10):
+        meta = next(epoch)["autoassist"]
+        saved_run.client.send_losses(meta["ids"], np.ones(len(meta["ids"])), meta["seq"])
+    state = saved_run.state_dict()
+    next_pair = state["autoassist"]["ranks"][0]["stream"]["generator"]["next_pair"]
+    assert 0 < next_pair < N
+    resumed = iterator(9)
+    resumed.load_state_dict(state)
+    with caplog.at_level(logging.WARNING):
+        epoch = resumed.next_epoch_itr()
+    assert "--seed changed from 5 to 9 at a resume in the middle of data pass 1: the pass " \
+           f"goes on in its saved order and acceptance draws (of seed 5) from its pair " \
+           f"{next_pair}, so that each of its pairs is a candidate once; --seed 9 draws the " \
+           "order and acceptance from data pass 2 on" in caplog.text, caplog.text
+    assert "resume with --reset-dataloader" in caplog.text
+    rest = pass_one(resumed, epoch)
+    assert whole[:10] + rest == whole  # exactly the uninterrupted pass
+    resumed.shutdown(), saved_run.shutdown(), uninterrupted.shutdown()
+    # the pass after it is drawn from the new seed; a second resume keeps each pass's seed
+    gen = _seeded(9)  # this run's --seed 9, resuming a pass of --seed 5
+    gen.load_state_dict(dict(_seeded(5).state_dict(), epoch=1))
+    assert gen.pass_seed(1) == 5 and gen.pass_seed(2) == 9 and gen.state_dict()["seed"] == 5
+    new = _seeded(9)
+    new.begin_pass(2)
+    gen.begin_pass(2)
+    assert np.array_equal(gen._order_cache[0], new._order_cache[0])
+    assert gen.state_dict()["seed"] == 9

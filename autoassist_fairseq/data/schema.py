@@ -31,7 +31,8 @@ replaced by a fresh Assistant. Versions:
   window counts, each rank's stream held its own, and the run's sums over the ranks lived
   in the task's checkpoint dict: the copies are dropped, and the sums, ``None`` after
   :func:`load`, come from the task's dict (:func:`run_totals_from_task`), which fairseq hands
-  over after the iterator's state.
+  over after the iterator's state. The generator state's ``seed`` (added inside version 6,
+  absent before) is the ``--seed`` its data pass's order and draws came from.
 
 The generator state's ``"epoch"`` is the data pass (its name in every version).
 """
@@ -51,7 +52,7 @@ RANK_KEYS = {"assistant", "stats", "stream"}
 STREAM_KEYS = {"generator", "pending", "weights", "rate", "untold", "untold_batches",
                "pass_counts"}
 GENERATOR_KEYS = {"epoch", "next_window", "next_pair", "window_size", "carried",
-                  "carried_weights", "accept_all", "generation", "batches_made"}
+                  "carried_weights", "accept_all", "generation", "batches_made", "seed"}
 _RESET = ("resume from another checkpoint, or relaunch with --reset-dataloader (a new "
           "Assistant and batch plan)")
 
@@ -118,7 +119,7 @@ def _check(saved: dict) -> None:
         if stream is not None:
             _keys(f"rank {r}'s stream", stream, STREAM_KEYS, required={"generator", "pending"})
             _keys(f"rank {r}'s generator state", stream["generator"], GENERATOR_KEYS,
-                  required=GENERATOR_KEYS)
+                  required=GENERATOR_KEYS - {"seed"})
 
 
 def _keys(what: str, obj, allowed: set, required: set) -> None:
@@ -220,6 +221,20 @@ def _generator_from_v3(state: dict, generator, rank: int) -> dict:
     state.setdefault("window_size", generator.window_size)
     state.setdefault("next_pair", int(state.get("next_window", 0)) * int(state["window_size"]))
     return state
+
+
+def describe_seed_change(gen_state: Optional[dict], seed: int) -> Optional[str]:
+    """A warning when a pass resumes under another ``--seed`` than it was drawn with."""
+    if gen_state is None or "seed" not in gen_state or int(gen_state["seed"]) == seed:
+        return None
+    saved, data_pass = int(gen_state["seed"]), int(gen_state["epoch"])
+    return (f"--seed changed from {saved} to {seed} at a resume in the middle of data pass "
+            f"{data_pass}: the pass goes on in its saved order and acceptance draws (of seed "
+            f"{saved}) from its pair {int(gen_state['next_pair'])}, so that each of its pairs "
+            f"is a candidate once; --seed {seed} draws the order and acceptance from data pass "
+            f"{data_pass + 1} on (fairseq's own draws, e.g. dropout, take it at once). To "
+            f"apply it to the batches at once, resume with --reset-dataloader, which starts a "
+            f"new Assistant and batch plan")
 
 
 def describe_window_change(gen_state: Optional[dict], window_size: int) -> Optional[str]:

@@ -26,7 +26,7 @@ from ..data.batch_generator import BatchGenerator
 from ..data.batch_stream import BatchStream, StreamState, agree_num_batches
 from ..data.collate import collated_batches
 from ..data.run_points import RunPoints
-from ..data.schema import VERSION, describe_window_change
+from ..data.schema import VERSION, describe_seed_change, describe_window_change
 from ..data.schema import load as load_schema
 from ..losses import BossLosses
 from ..metrics import COUNTED, RUN_TOTALS, SUMMED
@@ -207,6 +207,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             changed = describe_window_change(self.stream.gen_state, self.generator.window_size)
             if changed:
                 logger.info(changed)
+            changed = describe_seed_change(self.stream.gen_state, self.generator.seed)
+            if changed:
+                logger.warning(changed)
             self._warn_planned_over_limits()
         elif resume is not None and offset > 0 and resume.get("ranks") is not None:
             logger.warning(f"this rank's batch plan is not in the checkpoint: the rest of "
