@@ -467,3 +467,36 @@ def test_an_edited_schema_version_in_a_checkpoint_stops_the_resume(tiny_checkpoi
            "resume from another checkpoint, or relaunch with --reset-dataloader (a new " \
            "Assistant and batch plan)" in output, output[-3000:]
     assert "| train_inner |" not in output and path.read_bytes() == edited
+
+
+def test_another_lambda_max_or_pair_checks_at_a_resume_is_logged_from_where_it_applies(
+        tiny_checkpoint, tiny_data, tmp_path):
+    """--assistant-lambda-max 0.5 and --assistant-pair-checks off at a resume of a run of 0.9
+    with the checks on: the run goes on, and one warning names both changes, from where they
+    apply (the first window after the batches already planned) and how to apply them at
+    once; the checkpoints it saves record this run's values."""
+    import re
+
+    import torch
+
+    save_dir = _copy_checkpoint(tiny_checkpoint, tmp_path)
+    proc, output = _resume(tiny_data, save_dir, "--assistant-lambda-max", "0.5",
+                           "--assistant-pair-checks", "off", check=True)
+    planned = re.search(r"resuming the batch stream at pass \d+, window \d+, with (\d+) "
+                        r"batches planned", output).group(1)
+    assert re.search(r"at this resume --assistant-lambda-max changed from 0.9 to 0.5 \(the "
+                     r"ceiling of lambda_k, and the floor 1 - lambda_max of every pair's "
+                     r"acceptance probability\); the pair checks changed from on \(\d+ pairs "
+                     r"flagged, accepted at the floor\) to off \(--assistant-pair-checks, or "
+                     r"the feature file's checks\): the " + planned + " batches already "
+                     "planned were drawn under the saved run's values and are trained as "
+                     "saved, so that the resume stays exact; this run's values apply from the "
+                     f"first window after them, {planned} batches from here. To apply them at "
+                     "once, resume with --reset-dataloader", output), output[-3000:]
+    state = torch.load(save_dir / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    saved = state["extra_state"]["train_iterator"]["autoassist"]["ranks"][0]["assistant"]
+    assert saved["settings"] == {"lambda_max": 0.5, "pair_checks": None}
+    # the same flags again: nothing changed, nothing to say
+    _, output = _resume(tiny_data, save_dir, "--assistant-lambda-max", "0.5",
+                        "--assistant-pair-checks", "off", "--max-update", "8", check=True)
+    assert "at this resume" not in output
