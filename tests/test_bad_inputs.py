@@ -6,6 +6,7 @@ flag and the fix, before anything is written or damaged (docs/design.md, "Faults
 inputs: what the user sees")."""
 
 import errno
+import re
 import shutil
 
 import numpy as np
@@ -475,8 +476,6 @@ def test_another_lambda_max_or_pair_checks_at_a_resume_is_logged_from_where_it_a
     with the checks on: the run goes on, and one warning names both changes, from where they
     apply (the first window after the batches already planned) and how to apply them at
     once; the checkpoints it saves record this run's values."""
-    import re
-
     import torch
 
     save_dir = _copy_checkpoint(tiny_checkpoint, tmp_path)
@@ -500,3 +499,36 @@ def test_another_lambda_max_or_pair_checks_at_a_resume_is_logged_from_where_it_a
     _, output = _resume(tiny_data, save_dir, "--assistant-lambda-max", "0.5",
                         "--assistant-pair-checks", "off", "--max-update", "8", check=True)
     assert "at this resume" not in output
+
+
+@pytest.mark.parametrize("pairs", [600, 400])
+def test_a_resume_on_other_data_with_the_same_dictionary_is_refused(tiny_checkpoint, tiny_data,
+                                                                    tmp_path, pairs):
+    """Other training pairs binarised with the run's dictionary (as many as the run's 600,
+    or fewer), their feature file built: the saved batch plan names pairs by id, so the
+    resume stops before training with both datasets' identities and the fix; with
+    --reset-dataloader (the fix) it trains on the new data."""
+    from utils import write_parallel
+
+    raw, other = tmp_path / "raw", tmp_path / "other-bin"
+    write_parallel(raw, "train", pairs, seed=7)
+    write_parallel(raw, "valid", 60, seed=8)
+    run(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--trainpref",
+         raw / "train", "--validpref", raw / "valid", "--destdir", other, "--srcdict",
+         tiny_data / "dict.src.txt", "--tgtdict", tiny_data / "dict.tgt.txt", "--workers", "1"])
+    run(["autoassist-features", other, "--source-lang", "src", "--target-lang", "tgt"])
+    assert (other / "dict.src.txt").read_text() == (tiny_data / "dict.src.txt").read_text()
+    save_dir = _copy_checkpoint(tiny_checkpoint, tmp_path)
+    proc, output = _resume(other, save_dir)
+    assert proc.returncode != 0, output[-3000:]
+    assert re.search(r"the checkpoint was saved on other training data \(600 pairs, fingerprint "
+                     r"[0-9a-f]{12}\) than this run's \(" + str(pairs) + r" pairs, fingerprint "
+                     r"[0-9a-f]{12}\): its batch plan and Assistant name that data's pairs by "
+                     r"id, so a resume here would train other pairs than planned. To train this "
+                     r"model on the new data, resume with --reset-dataloader \(a new Assistant "
+                     r"and batch plan; the model and optimizer go on\), or give --data the data "
+                     r"the checkpoint was saved on", output), output[-3000:]
+    assert "| train_inner |" not in output
+    proc, output = _resume(other, save_dir, "--reset-dataloader", check=True)
+    assert f"AutoAssist data pass 1 (shard 0)" in output and "num_updates 6" in output
+    assert "resuming the batch stream" not in output  # a new plan, on the new data

@@ -4,7 +4,7 @@ fairseq saves the iterator's ``state_dict()``; its ``"autoassist"`` entry holds 
 resumed run needs to go on exactly where the saved one stood::
 
     {"version", "world_size", "epoch", "offset", "num_batches", "totals", "batches_done",
-     "ranks": [None | {"assistant": Assistant.state_dict() | None, "stats": dict | None,
+     "data", "ranks": [None | {"assistant": Assistant.state_dict() | None, "stats": dict | None,
                        "stream": None | {StreamState fields,
                                          "generator": BatchGenerator.state_dict()}}]}
 
@@ -32,7 +32,9 @@ replaced by a fresh Assistant. Versions:
   in the task's checkpoint dict: the copies are dropped, and the sums, ``None`` after
   :func:`load`, come from the task's dict (:func:`run_totals_from_task`), which fairseq hands
   over after the iterator's state. The generator state's ``seed`` (added inside version 6,
-  absent before) is the ``--seed`` its data pass's order and draws came from.
+  absent before) is the ``--seed`` its data pass's order and draws came from; ``data``
+  (also added inside version 6, absent before) is ``{"pairs", "fingerprint"}`` of the
+  training data the state names pairs of.
 
 The generator state's ``"epoch"`` is the data pass (its name in every version).
 """
@@ -47,7 +49,7 @@ logger = logging.getLogger(__name__)
 VERSION = 6
 
 TOP_KEYS = {"version", "world_size", "epoch", "offset", "num_batches", "ranks", "totals",
-            "batches_done"}
+            "batches_done", "data"}
 RANK_KEYS = {"assistant", "stats", "stream"}
 STREAM_KEYS = {"generator", "pending", "weights", "rate", "untold", "untold_batches",
                "pass_counts"}
@@ -104,7 +106,7 @@ def run_totals_from_task(task_state: dict) -> Optional[dict]:
 
 
 def _check(saved: dict) -> None:
-    _keys("the AutoAssist state", saved, TOP_KEYS, required=TOP_KEYS)
+    _keys("the AutoAssist state", saved, TOP_KEYS, required=TOP_KEYS - {"data"})
     if saved["totals"] is not None:
         _keys("the run's totals", saved["totals"], set(RUN_TOTALS), required=set(RUN_TOTALS))
     ranks = saved["ranks"]

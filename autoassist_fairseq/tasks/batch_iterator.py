@@ -78,8 +78,12 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def __init__(self, dataset, collate_fn, generator: BatchGenerator,
                  start_source: Callable, epoch=1, fallback="error",
                  num_shards=1, shard_id=0, all_gather=None, reweight=False, num_workers=0,
-                 buffer_size=0, points=None, carry=None, data_shard_per_epoch=False):
+                 buffer_size=0, points=None, carry=None, data_shard_per_epoch=False,
+                 data_id: Optional[dict] = None):
         self.dataset = dataset
+        # {"pairs", "fingerprint"} of the training data: the batch plan and the Assistant's
+        # per-pair memory name its pairs by id, so a checkpoint resumes only on that data
+        self.data_id = data_id
         self.collate_fn = collate_fn
         self.generator = generator
         self.epoch = max(epoch, 1)
@@ -448,6 +452,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                 "version": VERSION, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
                 "num_batches": None if finished else self._num_batches, "ranks": ranks,
                 "totals": dict(self.run_totals), "batches_done": self.batches_done,
+                "data": self.data_id,
             }),
         }
 
@@ -470,10 +475,31 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             saved = {"epoch": self.epoch, "offset": offset, "num_batches": None, "ranks": None}
         else:
             saved = load_schema(tensors_to_arrays(state_dict["autoassist"]), self.generator)
+            self._check_same_data(saved)
         if saved.get("totals") is not None:  # else: none, or in the task's state (schema <= 5)
             self.run_totals.update({k: float(saved["totals"][k]) for k in RUN_TOTALS})
         self._resume = saved
         self._cur_epoch_itr = None
+
+    def _check_same_data(self, saved: dict) -> None:
+        """Refuse a state saved on other training data: its planned batches and the
+        Assistant's per-pair memory name pairs by id, and on other data those ids are other
+        pairs (or none). With ``--data a:b``, a state saved at an epoch's end goes on to the
+        next shard, whose data differs by design: only what names no pair goes on there."""
+        data = saved.get("data")
+        if data is None or self.data_id is None or data == self.data_id:
+            return
+        if self.data_shard_per_epoch and not saved.get("offset"):
+            return
+        raise ValueError(
+            f"the checkpoint was saved on other training data ({int(data['pairs'])} pairs, "
+            f"fingerprint {str(data['fingerprint'])[:12]}) than this run's "
+            f"({int(self.data_id['pairs'])} pairs, fingerprint "
+            f"{str(self.data_id['fingerprint'])[:12]}): its batch plan and Assistant name "
+            "that data's pairs by id, so a resume here would train other pairs than planned. "
+            "To train this model on the new data, resume with --reset-dataloader (a new "
+            "Assistant and batch plan; the model and optimizer go on), or give --data the "
+            "data the checkpoint was saved on")
 
     def shutdown(self) -> None:
         self.client.shutdown()
