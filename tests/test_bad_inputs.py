@@ -532,3 +532,37 @@ def test_a_resume_on_other_data_with_the_same_dictionary_is_refused(tiny_checkpo
     proc, output = _resume(other, save_dir, "--reset-dataloader", check=True)
     assert f"AutoAssist data pass 1 (shard 0)" in output and "num_updates 6" in output
     assert "resuming the batch stream" not in output  # a new plan, on the new data
+
+
+def test_a_mid_pass_resume_on_another_number_of_workers_stops_with_the_reason(
+        tiny_checkpoint, tiny_data, tmp_path):
+    """A checkpoint of 1 worker, saved in the middle of a data pass, resumed by 2 gloo
+    workers (scripts/launch_cpu_workers.py): its plan covers the rest of the pass on one
+    shard, which 2 workers cannot split without training some pairs twice and others not at
+    all. The run stops before training with the reason and both ways out; with
+    --reset-dataloader it trains on 2 workers."""
+    import sys
+
+    from utils import BIN, REPO
+
+    save_dir = _copy_checkpoint(tiny_checkpoint, tmp_path)
+
+    def two_workers(*extra):
+        fairseq_train, *rest = train_args(tiny_data, save_dir, extra=[
+            "--max-update", "6", "--assistant-sync", *extra])
+        proc = run([sys.executable, REPO / "scripts" / "launch_cpu_workers.py", "2", "--",
+                    BIN / fairseq_train, *rest], check=False)
+        return proc, proc.stdout + proc.stderr
+
+    proc, output = two_workers()
+    assert proc.returncode != 0, output[-3000:]
+    assert re.search(r"the checkpoint was saved by 1 worker in the middle of data pass \d+, "
+                     r"and this run has 2: each worker's batch plan covers the rest of its own "
+                     r"share of that pass, and 2 workers cannot go on from those plans without "
+                     r"training some pairs twice and others not at all. Resume with 1 worker "
+                     r"\(--distributed-world-size 1\), or with --reset-dataloader to change the "
+                     r"number of workers now", output), output[-3000:]
+    assert "| train_inner |" not in output
+    proc, output = two_workers("--reset-dataloader")
+    assert proc.returncode == 0, output[-3000:]
+    assert "done training" in output and "num_updates 6" in output

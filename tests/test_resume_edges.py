@@ -362,3 +362,28 @@ def test_another_seed_at_a_resume_applies_from_the_next_data_pass(caplog):
     gen.begin_pass(2)
     assert np.array_equal(gen._order_cache[0], new._order_cache[0])
     assert gen.state_dict()["seed"] == 9
+
+
+def test_another_number_of_workers_at_a_resume_mid_pass_is_refused_between_passes_not():
+    """Two workers' states resumed by one: in the middle of a data pass the plans cannot be
+    re-split (an error with the reason and the fix, before any training); with no plan in
+    a pass (saved between passes) every worker starts from worker 0's Assistant."""
+    itr = _sync_iterator()
+    _train(itr, itr.next_epoch_itr(), 10)
+    state = itr.state_dict()
+    saved = state["autoassist"]
+    saved["ranks"] = [saved["ranks"][0], saved["ranks"][0]]  # as two workers would save
+    saved["world_size"] = 2
+    resumed = _sync_iterator()
+    with pytest.raises(ValueError, match=r"saved by 2 workers in the middle of data pass 1, "
+                                         r"and this run has 1: .* Resume with 2 workers "
+                                         r"\(--distributed-world-size 2\), or with "
+                                         r"--reset-dataloader"):
+        resumed.load_state_dict(state)
+    for entry in saved["ranks"]:  # between passes: nothing planned, carried or visited
+        entry["stream"] = dict(entry["stream"], pending=[], generator=dict(
+            entry["stream"]["generator"], next_pair=0, next_window=0, epoch=2,
+            carried=torch.zeros(0, dtype=torch.int64),
+            carried_weights=torch.zeros(0)))
+    resumed.load_state_dict(state)
+    resumed.shutdown(), itr.shutdown()

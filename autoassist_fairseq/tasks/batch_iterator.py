@@ -476,10 +476,37 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         else:
             saved = load_schema(tensors_to_arrays(state_dict["autoassist"]), self.generator)
             self._check_same_data(saved)
+            self._check_same_world_size(saved)
         if saved.get("totals") is not None:  # else: none, or in the task's state (schema <= 5)
             self.run_totals.update({k: float(saved["totals"][k]) for k in RUN_TOTALS})
         self._resume = saved
         self._cur_epoch_itr = None
+
+    def _check_same_world_size(self, saved: dict) -> None:
+        """Refuse a state saved by another number of workers in the middle of a data pass:
+        each rank's plan covers the rest of its own shard of that pass (every
+        ``world_size``-th pair), and another split of the pass's remaining pairs cannot be
+        drawn from them without training some pairs twice and others not at all. Saved
+        between passes (or with no plan), the next pass is split afresh: every worker starts
+        from worker 0's Assistant (``_own_entry``)."""
+        ranks = saved.get("ranks") or []
+        if not ranks or len(ranks) == self.num_shards:
+            return
+        passes = sorted({int(e["stream"]["generator"]["epoch"]) for e in ranks
+                         if e is not None and e.get("stream") is not None
+                         and _mid_pass(e["stream"])})
+        if not passes:
+            return
+        saved_by = f"{len(ranks)} worker" + ("s" if len(ranks) > 1 else "")
+        raise ValueError(
+            f"the checkpoint was saved by {saved_by} in the middle of data pass "
+            f"{passes[0]}, and this run has {self.num_shards}: each worker's batch plan covers "
+            f"the rest of its own share of that pass, and {self.num_shards} workers cannot "
+            "go on from those plans without training some pairs twice and others not at "
+            f"all. Resume with {saved_by} (--distributed-world-size "
+            f"{len(ranks)}), or with --reset-dataloader to change the number of workers now "
+            "(each worker starts a new Assistant and batch plan on its shard; the model and "
+            "optimizer go on)")
 
     def _check_same_data(self, saved: dict) -> None:
         """Refuse a state saved on other training data: its planned batches and the
@@ -503,6 +530,13 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
 
     def shutdown(self) -> None:
         self.client.shutdown()
+
+
+def _mid_pass(stream: dict) -> bool:
+    """Whether a rank's saved stream stands inside a data pass: batches planned, pairs
+    carried, or pairs of the pass's order already visited."""
+    gen = stream["generator"]
+    return bool(len(stream["pending"]) or len(gen["carried"]) or int(gen["next_pair"]) > 0)
 
 
 def shard_independent(assistant: Optional[dict]) -> Optional[dict]:
