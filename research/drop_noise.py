@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from autoassist_fairseq.features import prepared
 from autoassist_fairseq.tools import filter as corpus_filter
 
 
@@ -65,8 +66,8 @@ def drop_noise(data, out, by="labels", drop_share=0.0):
     if data.resolve() == out.resolve():
         fail("--out must differ from --data")
     try:
-        src, tgt = corpus_filter.language_pair(data)
-        num_pairs = len(corpus_filter.open_training_sides(data, src, tgt)[src])
+        src, tgt = prepared.language_pair(data)
+        num_pairs = len(prepared.open_training_sides(data, src, tgt)[src])
         if by == "checks":  # what a user gets from autoassist-filter
             if not (data / "train.kept-lines").exists():
                 fail(f"{data / 'train.kept-lines'} not found: rerun scripts/prepare-corpus.sh, "

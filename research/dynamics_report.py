@@ -18,7 +18,10 @@ scores, all "higher: more noise-like", each computed from the corpus alone:
 its corpus-set bar), and
 
 * ``union_dynamics``: the checks' union (flagged by either first, then the larger of the
-  two scores' percentiles).
+  two scores' percentiles);
+* with ``--visits-checkpoint``, ``visits_dynamics`` and ``union_visits_dynamics``: the same
+  from the first and latest visit's loss of the training passes themselves, which the
+  Assistant recorded (:func:`autoassist_fairseq.diagnose.dynamics.visits_dynamics`).
 
 For each: ROC AUC of A+L against V+F, the share of A+L found at V+F shares of 5-50%, flag
 rates per label (and of the clean pairs, whose rate is the cost on a clean corpus), with
@@ -32,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from autoassist_fairseq.diagnose.dynamics import BAR, BINS, pair_dynamics
-from autoassist_fairseq.tools.filter import flagged_pairs, language_pair
+from autoassist_fairseq.diagnose.dynamics import BAR, BINS, pair_dynamics, visits_dynamics
+from autoassist_fairseq.features.prepared import flagged_pairs, language_pair
 from autoassist_fairseq.tools.bootstrap import bootstrap
 from autoassist_fairseq.tools.check_report import AUC_NOISE, VALID, _auc, noise_found_at
 from research.add_noise import LABEL_OF_KIND
@@ -77,6 +80,9 @@ def main(argv=None):
     p.add_argument("--mix", required=True, help="prefix of research.dynamics_mix's output")
     p.add_argument("--losses", nargs="+", required=True,
                    help="autoassist-diagnose --losses-out files, in training order")
+    p.add_argument("--visits-checkpoint", default=None, metavar="CKPT",
+                   help="also score the dynamics of the training passes' own losses, which "
+                        "the Assistant of CKPT recorded (``visits_*``)")
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples (default: 1000)")
     p.add_argument("--out", required=True, help="the JSON report to write")
     a = p.parse_args(argv)
@@ -91,12 +97,25 @@ def main(argv=None):
     except ValueError as err:
         sys.exit(f"error: {err}")
     flags = {"checks": check_flags}
+    visits = None
+    if a.visits_checkpoint:
+        try:
+            visits = visits_dynamics(a.visits_checkpoint, inputs["ntok"])
+        except ValueError as err:
+            sys.exit(f"error: {err}")
     flags["dynamics"] = dyn_flag
     flags["union_dynamics"] = check_flags | dyn_flag
     # the checks' union score ranks the flagged pairs first (pair_checks.union_score)
     ranked = {"checks": check_score, **scores}
     ranked["union_dynamics"] = flags["union_dynamics"] + np.maximum(
         percentile(check_score), percentile(scores["dynamics"]))
+    if visits is not None:  # pairs visited once: no score, ranked as typical (the median)
+        v = visits[0]["dynamics"]
+        ranked["visits_dynamics"] = np.where(np.isnan(v), np.nanmedian(v), v)
+        flags["visits_dynamics"] = visits[1]
+        flags["union_visits_dynamics"] = check_flags | visits[1]
+        ranked["union_visits_dynamics"] = flags["union_visits_dynamics"] + np.maximum(
+            percentile(check_score), percentile(ranked["visits_dynamics"]))
     if not np.isnan(bic).all():
         ranked["bicleaner"] = -bic
     names = sorted(set(labels.tolist()))

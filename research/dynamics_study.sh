@@ -3,7 +3,8 @@
 # config's small Boss trains on it with the plugin's defaults (--assistant-sync) for PASSES
 # passes, every pass's checkpoint is kept, autoassist-diagnose writes every pair's loss at
 # the checkpoints named in LOSS_PASSES, and research.dynamics_report scores the dynamics
-# between the first of them and each later one. Finished steps are skipped when rerun.
+# between the first of them and each later one, and those of the training passes' own losses
+# up to that checkpoint (the Assistant's record). Finished steps are skipped when rerun.
 #
 #   bash research/dynamics_study.sh paracrawl WORK [PASSES] [LOSS_PASSES]
 #   bash research/dynamics_study.sh multi30k-realistic WORK [PASSES] [LOSS_PASSES]
@@ -72,5 +73,6 @@ first=${loss_passes[0]}
 for p in "${loss_passes[@]:1}"; do
     python -m research.dynamics_report --data "$work/data" --mix "$mix" \
         --losses "$work/losses/losses.checkpoint$first.npz" "$work/losses/losses.checkpoint$p.npz" \
+        --visits-checkpoint "$ckpt/checkpoint$p.pt" \
         --out "$work/report-p$first-p$p.json" | sed "s/^/[passes $first-$p] /"
 done

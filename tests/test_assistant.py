@@ -1,6 +1,7 @@
 """The Assistant: non-finite losses, rules, hyperparameter checks, state."""
 
 import numpy as np
+import torch
 import pytest
 
 from autoassist_fairseq.assistant import Assistant, AssistantHParams
@@ -165,6 +166,28 @@ def test_state_round_trip(store, rule):
         assert a.stats["unlearnable"] == b.stats["unlearnable"]
         np.testing.assert_array_equal(b.history.last, a.history.last)
         np.testing.assert_array_equal(b.history.strikes, a.history.strikes)
+
+
+@pytest.mark.parametrize("rule", ["paper", "random", "learnable", "noise"])
+def test_state_holds_only_types_every_rank_can_receive(store, rule):
+    """fairseq broadcasts a checkpoint's tensors to every rank at a resume; gloo takes no
+    unsigned integer type but uint8 (a uint16 or uint32 array stops a two-worker resume)."""
+    from autoassist_fairseq.data.arrays import arrays_to_tensors
+
+    state = arrays_to_tensors(_trained(store, rule, random_rates="0.7").state_dict())
+    gloo = {torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16, torch.float32,
+            torch.float64, torch.bool}
+
+    def tensors(obj):
+        if isinstance(obj, dict):
+            return [t for v in obj.values() for t in tensors(v)]
+        if isinstance(obj, list):
+            return [t for v in obj for t in tensors(v)]
+        return [obj] if isinstance(obj, torch.Tensor) else []
+
+    found = tensors(state)
+    assert found and all(t.dtype in gloo for t in found), {t.dtype for t in found}
+    assert state["visits"]["visits"].sum() > 0  # every rule records the pairs' visits
 
 
 def test_state_crosses_rules(store):

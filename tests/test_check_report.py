@@ -90,13 +90,27 @@ def test_report_scores_each_check_on_the_labelled_pairs(corpus, tmp_path):
     assert report["pair_checks"]["checks"] == ["language", "unrelated", "digits", "lexical"]
     # how far each goal's figure would move on another sample of 300 labelled pairs
     intervals = report["intervals"]
-    assert set(intervals) == {"union A+L", "union V+F", "union L", "precision", "recall",
-                              "auc union", "auc bicleaner", "auc union - bicleaner"}
     point = {"union A+L": rate["union"]["A+L"], "union V+F": rate["union"]["V+F"],
              "union L": rate["union"]["L"], "precision": report["precision"],
              "recall": report["recall"], "auc union": auc["union"],
              "auc bicleaner": auc["bicleaner"],
-             "auc union - bicleaner": auc["union"] - auc["bicleaner"]}
+             "auc union - bicleaner": auc["union"] - auc["bicleaner"],
+             "union A+L found at V+F 5%": found["union"]["0.05"],
+             "bicleaner A+L found at V+F 5%": found["bicleaner"]["0.05"],
+             "union - bicleaner A+L found at V+F 5%":
+                 found["union"]["0.05"] - found["bicleaner"]["0.05"]}
+    if "opusfilter" in report:  # OpusFilter's heuristics, on the same resamples
+        heur = report["opusfilter"]
+        point.update({
+            "opusfilter union A+L": heur["flag_rate"]["union"]["A+L"],
+            "opusfilter union V+F": heur["flag_rate"]["union"]["V+F"],
+            "auc opusfilter union": heur["auc"]["union"],
+            "auc union - opusfilter union": auc["union"] - heur["auc"]["union"],
+            "opusfilter union A+L found at V+F 5%":
+                heur["noise_found_at_valid_share"]["union"]["0.05"],
+            "union - opusfilter union A+L found at V+F 5%":
+                found["union"]["0.05"] - heur["noise_found_at_valid_share"]["union"]["0.05"]})
+    assert set(intervals) == set(point)
     for name, iv in intervals.items():
         assert iv["replicates"] == 1000 and iv["low"] <= point[name] <= iv["high"], name
         assert iv["two_samples_95"] == pytest.approx(1.96 * 2 ** 0.5 * iv["sd"]), name
@@ -314,4 +328,61 @@ def test_report_sets_opusfilters_heuristics_beside_the_checks(corpus, tmp_path):
     at = block["noise_found_at_valid_share"]["union"]
     assert 0 <= at["0.05"] <= at["0.5"] <= 1
     assert check_report.cli_main(argv + ["--no-opusfilter"]) == 0
-    assert "opusfilter" not in json.loads(out.read_text())
+    plain = json.loads(out.read_text())
+    assert "opusfilter" not in plain
+    assert set(plain["pairs_per_cpu_second"]) == {"pair_checks", "preparation and pair_checks"}
+
+    # with a bootstrap: the heuristics' figures get intervals beside the checks'; each tool's
+    # throughput, pairs a CPU second
+    assert check_report.cli_main(argv[:-2] + ["--bootstrap", "50"]) == 0
+    report = json.loads(out.read_text())
+    intervals, heur = report["intervals"], report["opusfilter"]
+    for name, point in (("auc opusfilter union", heur["auc"]["union"]),
+                        ("opusfilter union A+L", heur["flag_rate"]["union"]["A+L"]),
+                        ("opusfilter union V+F", heur["flag_rate"]["union"]["V+F"]),
+                        ("opusfilter union A+L found at V+F 5%",
+                         heur["noise_found_at_valid_share"]["union"]["0.05"]),
+                        ("auc union - opusfilter union",
+                         report["auc"]["union"] - heur["auc"]["union"])):
+        assert intervals[name]["replicates"] == 50, name
+        assert intervals[name]["low"] <= point + 1e-9 and point - 1e-9 <= intervals[name]["high"]
+    assert {"union A+L found at V+F 5%", "bicleaner A+L found at V+F 5%"} <= set(intervals)
+    speed = report["pairs_per_cpu_second"]
+    assert speed["opusfilter heuristics"] == heur["pairs_per_cpu_second"]
+    assert speed["pair_checks"] > speed["preparation and pair_checks"] > 0
+
+
+def test_each_resample_scores_the_checks_and_the_heuristics_on_the_same_rows():
+    """A tiny deterministic case: heuristics that rank the pairs as the checks' union does
+    but reversed have, on every resample, AUC 1 - the union's; and with the same ranking as
+    the union's, the same figures on every resample (a difference of 0). Resamples drawn
+    apart for each tool would give neither."""
+    labels = np.array(["V", "F", "V", "A", "L", "A", "V", "A", "clean", "clean"])
+    union_score = np.array([0.1, 0.4, 0.7, 0.3, 0.9, 0.8, 0.2, 0.6, 0.0, 0.5])
+    union = union_score > 0.5
+    drawn = np.arange(8)  # the labelled rows; the clean pairs stay out
+    bicleaner = -union_score
+
+    def intervals(heuristic_score):
+        return check_report.report_intervals(
+            labels, drawn, union, union_score, bicleaner,
+            {"flag": heuristic_score > np.median(heuristic_score), "score": heuristic_score},
+            200, 0)
+
+    same = intervals(union_score)
+    assert same["auc union - opusfilter union"]["sd"] == 0
+    assert same["auc union - opusfilter union"]["low"] == 0 == \
+        same["auc union - opusfilter union"]["high"]
+    assert same["union - opusfilter union A+L found at V+F 5%"]["sd"] == 0
+    for key in ("sd", "low", "high", "replicates"):
+        assert same["auc opusfilter union"][key] == same["auc union"][key] == \
+            same["auc bicleaner"][key]
+        assert same["opusfilter union A+L found at V+F 5%"][key] == \
+            same["union A+L found at V+F 5%"][key]
+    reversed_ = intervals(-union_score)
+    union_auc, heur_auc = reversed_["auc union"], reversed_["auc opusfilter union"]
+    assert union_auc["sd"] > 0
+    assert heur_auc["low"] == pytest.approx(1 - union_auc["high"])
+    assert heur_auc["high"] == pytest.approx(1 - union_auc["low"])
+    # union - heuristics = 2 x union - 1 on each resample: twice the spread
+    assert reversed_["auc union - opusfilter union"]["sd"] == pytest.approx(2 * union_auc["sd"])

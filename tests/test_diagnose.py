@@ -255,7 +255,7 @@ def test_noise_share_of_the_feature_file_and_of_training_dynamics(clean_and_nois
     files: a corpus whose checks flag many pairs gets filter, one whose checks flag none no."""
     import shutil
 
-    from autoassist_fairseq.tools.filter import flagged_pairs
+    from autoassist_fairseq.features.prepared import flagged_pairs
 
     clean, noisy = clean_and_noisy
     est = diagnose.noise_estimates(str(noisy), "src", "tgt", 600)

@@ -114,3 +114,81 @@ def test_filter_drops_the_pairs_the_dynamics_flag_and_writes_every_score(tiny_da
     assert "would keep" in capsys.readouterr().out and alone.exists()
     assert cli_main([str(data)]) == 1
     assert "give --out (the filtered corpus) or --scores-out" in capsys.readouterr().err
+
+
+def test_visits_keep_each_pairs_first_and_latest_loss_and_merge_over_ranks():
+    from autoassist_fairseq.assistant.visits import PairVisits, merge_states
+
+    a, b = PairVisits(6), PairVisits(6)
+    a.observe(np.array([0, 1, 1]), np.array([5.0, 9.0, 6.0]), data_pass=1)  # 1 twice: last
+    b.observe(np.array([2, 0]), np.array([4.0, 3.0]), data_pass=2)
+    a.observe(np.array([2]), np.array([2.5]), data_pass=3)
+    assert a.visits.tolist() == [1, 1, 1, 0, 0, 0]
+    assert float(a.first[1]) == 6.0 and float(a.first[2]) == 2.5
+    merged = merge_states([a.state_dict(), None, b.state_dict()])
+    assert merged.visits.tolist() == [2, 1, 2, 0, 0, 0]
+    assert merged.first[[0, 2]].tolist() == [5.0, 4.0]  # pass 1 on a, pass 2 on b
+    assert merged.last[[0, 2]].tolist() == [3.0, 2.5]  # pass 2 on b, pass 3 on a
+    assert merged.sum[[0, 2]].tolist() == [8.0, 6.5]
+    assert np.isnan(merged.first[3]) and merged.first_pass[3] == 0
+    again = PairVisits(6)
+    again.load_state_dict(merged.state_dict())
+    for f in ("first", "last", "sum", "visits", "first_pass", "last_pass"):
+        assert np.array_equal(getattr(again, f), getattr(merged, f), equal_nan=True), f
+    with pytest.raises(ValueError, match="saved visits cover 6 pairs but the dataset has 7"):
+        PairVisits(7).load_state_dict(merged.state_dict())
+    with pytest.raises(ValueError, match="no rank's state holds the pairs' visits"):
+        merge_states([None])
+
+
+def _checkpoint_with_visits(path, first, last, visits):
+    import torch
+
+    from autoassist_fairseq.assistant.visits import PairVisits
+    from autoassist_fairseq.data.arrays import arrays_to_tensors
+
+    rec = PairVisits(len(first))
+    for k in range(int(visits.max())):
+        pick = np.flatnonzero(visits > k)
+        rec.observe(pick, first[pick] if k == 0 else last[pick], data_pass=k + 1)
+    ranks = [{"assistant": {"visits": rec.state_dict()}}]
+    torch.save({"extra_state": {"train_iterator": {"autoassist": arrays_to_tensors(
+        {"ranks": ranks})}}}, path)
+    return str(path)
+
+
+def test_filter_scores_the_dynamics_of_the_training_passes_from_a_checkpoint(tiny_data,
+                                                                             tmp_path, capsys):
+    import torch
+    from fairseq.data import indexed_dataset
+
+    data = tmp_path / "data"
+    shutil.copytree(tiny_data, data)
+    checks = FeatureStore.open(str(data / "train.src-tgt.autoassist")).suspect_pairs()
+    n = len(checks)
+    tgt = indexed_dataset.make_dataset(str(data / "train.src-tgt.tgt"), impl="mmap")
+    first, last, _ = _learning_corpus(n=n, noisy=0, seed=4)
+    stuck = np.flatnonzero(~checks)[:4]
+    last[stuck] = first[stuck]
+    visits = np.full(n, 3)
+    visits[stuck[-1]] = 1  # seen once: no dynamics to score
+    ckpt = _checkpoint_with_visits(tmp_path / "checkpoint3.pt", first, last, visits)
+    scores = tmp_path / "scores.tsv"
+    assert cli_main([str(data), "--dynamics-checkpoint", ckpt, "--scores-out",
+                     str(scores)]) == 0
+    with open(scores, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    dyn = np.array([int(r["dynamics_flag"]) for r in rows], dtype=bool)
+    assert dyn[stuck[:-1]].all() and not dyn[stuck[-1]] and dyn.mean() < 0.05
+    assert rows[stuck[-1]]["dynamics_score"] == ""
+    assert int(rows[0]["target_tokens"]) == len(tgt[0])
+    # a checkpoint whose Assistant recorded no visits, and both sources at once
+    plain = tmp_path / "plain.pt"
+    torch.save({"extra_state": {}}, plain)
+    assert cli_main([str(data), "--dynamics-checkpoint", str(plain), "--scores-out",
+                     str(scores)]) == 1
+    err = capsys.readouterr().err
+    assert "no rank's state holds the pairs' visits" in err and str(plain) in err
+    assert cli_main([str(data), "--dynamics-checkpoint", ckpt, "--dynamics", ckpt, ckpt,
+                     "--scores-out", str(scores)]) == 1
+    assert "not both" in capsys.readouterr().err

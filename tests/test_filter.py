@@ -93,7 +93,7 @@ def test_filter_errors_name_the_problem(tiny_data, tmp_path, capsys, case, messa
 
 
 def test_drop_share_drops_the_flagged_pairs_then_the_most_noise_like(tiny_data, tmp_path, capsys):
-    from autoassist_fairseq.tools.filter import flagged_pairs
+    from autoassist_fairseq.features.prepared import flagged_pairs
     from fairseq.data import indexed_dataset
 
     data, suspect = _with_flags(tiny_data, tmp_path, [0, 3, 7])

@@ -99,3 +99,27 @@ def test_plain_translation_checkpoints_interchange(train_data, tmp_path):
     plain[plain.index("--max-epoch") + 1] = "3"
     proc = run(plain)  # AutoAssist -> plain translation
     assert "epoch 003" in proc.stdout
+
+
+def test_the_checkpoint_holds_each_pairs_losses_over_the_visits_it_trained(random_skip_run):
+    """The Assistant records every trained pair's visits (the training dynamics): in the
+    checkpoint, each pair's count is what the trace says it trained, but for the losses of
+    the last updates that had not reached the Assistant when it saved."""
+    from autoassist_fairseq.diagnose.dynamics import checkpoint_visits
+
+    first, last, visits = checkpoint_visits(str(random_skip_run.save_dir / "checkpoint_last.pt"))
+    trace = read_trace(random_skip_run.trace)
+    trained = np.zeros(len(visits), dtype=np.int64)
+    before_last_pass = np.zeros(len(visits), dtype=np.int64)
+    final = max(row[0] for row in trace)
+    for epoch, _, ids in trace:
+        np.add.at(trained, ids, 1)
+        if epoch < final:
+            np.add.at(before_last_pass, ids, 1)
+    assert (visits <= trained).all() and (visits >= before_last_pass).all()
+    assert visits.sum() >= 0.9 * trained.sum() and before_last_pass.max() >= 3
+    seen = visits > 0
+    assert np.isfinite(first[seen]).all() and np.isnan(first[~seen]).all()
+    # the Boss learns: the latest visit's loss is lower than the first for most pairs
+    again = visits >= 3
+    assert (last[again] < first[again]).mean() > 0.8

@@ -9,6 +9,7 @@ from ..features.store import FeatureStore
 from ..metrics import assistant_stats
 from .model import LogisticAssistant
 from .rules import MAX_PATIENCE, RULES, PairHistory, parse_random_rates, pass_rate
+from .visits import PairVisits
 from .acceptance import accept_probability
 from .schedule import AssistantSchedule
 
@@ -109,6 +110,8 @@ class Assistant:
             self.history = PairHistory(store.num_rows, hparams.noise_quantile,
                                        hparams.threshold_decay, hparams.noise_min_decline,
                                        hparams.noise_patience)
+        # every rule records each pair's losses over its visits (its training dynamics)
+        self.visits = PairVisits(store.num_rows)
         assert hparams.rule != "random" or suspect is None, "the random control skips at random"
         self.suspect = suspect
         self.data_pass = 1
@@ -185,6 +188,7 @@ class Assistant:
         if not len(ids):
             return float("nan")
         labels = self.schedule.labels(losses)
+        self.visits.observe(ids, losses, self.data_pass)
         if self.history is not None:
             self.history.observe(ids, losses)
         probs = self.model.update(self.store.rows(ids), labels)
@@ -201,7 +205,8 @@ class Assistant:
 
     def state_dict(self) -> dict:
         state = {"model": self.model.state_dict(), "schedule": self.schedule.state_dict(),
-                 "nonfinite": self.nonfinite, "settings": self.settings()}
+                 "nonfinite": self.nonfinite, "visits": self.visits.state_dict(),
+                 "settings": self.settings()}
         if self.history is not None:
             state["history"] = self.history.state_dict()
         return state
@@ -223,6 +228,10 @@ class Assistant:
         self.model.load_state_dict(state["model"])
         self.schedule.load_state_dict(state["schedule"])
         self.nonfinite = int(state.get("nonfinite", 0))
+        if "visits" in state:
+            self.visits.load_state_dict(state["visits"])
+        else:  # a state that recorded no visits: the dynamics start from the resume
+            self.visits.reset()
         if self.history is not None:
             if "history" in state:
                 self.history.load_state_dict(state["history"])

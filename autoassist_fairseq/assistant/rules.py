@@ -141,7 +141,7 @@ class PairHistory:
     Unseen pairs follow the paper's g, so the first pass is the paper's rule.
 
     Memory: 3 bytes a dataset row (float16 loss, uint8 strikes); its state holds only the
-    seen rows, 7 bytes each (uint32 id, float16 loss, uint8 strikes).
+    seen rows, 7 bytes each (int32 id, float16 loss, uint8 strikes).
 
     Args:
         num_rows (int): pairs in the dataset (ids are row numbers).
@@ -196,7 +196,9 @@ class PairHistory:
 
     def state_dict(self) -> dict:
         seen = np.flatnonzero(~np.isnan(self.last))
-        id_type = np.uint32 if self.num_rows <= np.iinfo(np.uint32).max else np.int64
+        # int32, not uint32: fairseq broadcasts a checkpoint's tensors to every rank at a
+        # resume, and gloo has no unsigned type but uint8
+        id_type = np.int32 if self.num_rows <= np.iinfo(np.int32).max else np.int64
         return {"num_rows": self.num_rows, "high": self.high, "ids": seen.astype(id_type),
                 "loss": self.last[seen], "strikes": self.strikes[seen]}
 

@@ -16,11 +16,16 @@ flagged where ``dynamics``, as a robust z-score over the corpus (median, 1.4826 
 :data:`BAR`. Both z-scores are shift-invariant, so the label-smoothing floor (a constant per
 token) cancels: the figures are those of the reducible loss.
 
+The same score comes from the training passes' own losses, which the Assistant records for
+every pair at no extra cost (:mod:`..assistant.visits`): the first and the latest visit's
+loss, in train mode (dropout), each at its own point of the pass (:func:`visits_dynamics`).
+
 Measured in docs/results/noise (``research.dynamics_report``): on Multi30k with 30%
 synthetic realistic noise the score separates noise from clean pairs well after 8 passes;
 on real crawled pairs (ParaCrawl) mixed into Tatoeba it adds little to the pair checks.
 """
 
+import os
 from typing import Dict, Tuple
 
 import numpy as np
@@ -99,6 +104,68 @@ def dynamics_flags(score: np.ndarray, bar: float = BAR) -> np.ndarray:
     """The pairs whose dynamics *score* lies above *bar* robust standard deviations over the
     corpus's median: a bar set from the corpus itself."""
     return robust_z(score) > bar
+
+
+def checkpoint_visits(checkpoint: str):
+    """Each pair's first and latest loss over the visits the Assistant recorded in
+    *checkpoint* (every rank's, merged: :func:`..assistant.visits.merge_states`): the
+    training forward passes' own losses, at no extra cost.
+
+    Returns:
+        (first, last, visits): per dataset row; NaN and 0 for a pair never visited.
+
+    Raises:
+        ValueError: the file is damaged or holds no Assistant's visits (the message names
+            it and the fix).
+    """
+    import torch
+
+    from .. import compat  # noqa: F401  (fairseq's checkpoints under torch >= 2.6)
+    from ..assistant.visits import merge_states
+    from ..checkpoint_file import check_checkpoint_file
+    from ..data.arrays import tensors_to_arrays
+
+    fix = "give a checkpoint of an autoassist_translation run"
+    if not os.path.isfile(checkpoint):
+        raise ValueError(f"checkpoint not found: {checkpoint}; {fix}")
+    check_checkpoint_file(checkpoint, fix)
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    saved = ((state.get("extra_state") or {}).get("train_iterator") or {}).get("autoassist")
+    ranks = (saved or {}).get("ranks") or []
+    try:
+        merged = merge_states(tensors_to_arrays((r or {}).get("assistant") or {}).get("visits")
+                              for r in ranks)
+    except ValueError as err:
+        raise ValueError(f"{checkpoint}: {err}; {fix} (autoassist-fairseq >= 0.2), or "
+                         "give --dynamics the losses of two checkpoints") from None
+    first = merged.first.astype(np.float64)
+    last = merged.last.astype(np.float64)
+    return first, last, merged.visits
+
+
+def visits_dynamics(checkpoint: str, ntok: np.ndarray):
+    """:func:`pair_dynamics` from the losses of the training passes themselves, as
+    :func:`checkpoint_visits` reads them: the pairs visited at least twice are scored
+    among themselves, the others get NaN scores and no flag.
+
+    Raises:
+        ValueError: as :func:`checkpoint_visits`; the checkpoint's dataset is not of
+            ``len(ntok)`` pairs; fewer than two pairs were visited twice.
+    """
+    first, last, visits = checkpoint_visits(checkpoint)
+    if len(first) != len(ntok):
+        raise ValueError(f"{checkpoint} was trained on {len(first)} pairs, the corpus has "
+                         f"{len(ntok)}: give a checkpoint of a run on this corpus")
+    twice = visits >= 2
+    if twice.sum() < 2:
+        raise ValueError(f"{checkpoint}: {int(twice.sum())} pairs visited twice or more; "
+                         "train at least two passes before scoring the dynamics")
+    scores = {k: np.full(len(first), np.nan) for k in ("loss_last", "stall", "dynamics")}
+    for k, v in dynamics_scores(first[twice], last[twice], ntok[twice]).items():
+        scores[k][twice] = v
+    flags = np.zeros(len(first), dtype=bool)
+    flags[twice] = dynamics_flags(scores["dynamics"][twice])
+    return scores, flags, {"first": first, "last": last, "ntok": np.asarray(ntok)}
 
 
 def pair_dynamics(first_path: str, last_path: str, num_pairs: int):

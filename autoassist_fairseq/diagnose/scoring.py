@@ -159,7 +159,7 @@ def noise_estimates(data, src, tgt, num_pairs, dynamics=None):
     """
     from pathlib import Path
 
-    from ..tools.filter import flagged_pairs
+    from ..features.prepared import flagged_pairs
 
     out = {"noise_share_checks": None, "noise_share_dynamics": None, "noise_share": None,
            "noise_bar": NOISE_BAR, "clean_share": CLEAN_SHARE}

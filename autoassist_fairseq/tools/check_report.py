@@ -28,7 +28,10 @@ then scores every check on the labelled pairs:
   (:func:`opusfilter_report`; where opusfilter is installed, unless ``--no-opusfilter``);
 - ``intervals[figure]``: for the goals' figures (:func:`key_figures`), how far each would
   move on another labelled sample of the same size drawn the same way (:mod:`.bootstrap`
-  over the labelled pairs, ``--bootstrap`` resamples).
+  over the labelled pairs, ``--bootstrap`` resamples), OpusFilter's heuristics' among
+  them (``auc opusfilter union``, ...), each resample's figures on the same rows for all;
+- ``pairs_per_cpu_second``: the ``pair_checks`` call, the preparation with it, and
+  OpusFilter's heuristics (``cpu_seconds``: the preparation's and the checks').
 
 Over 300 lines: one command's pipeline (read, mix, prepare, check, score), read top to
 bottom; each part is used by this command alone.
@@ -50,7 +53,7 @@ import sys
 import tempfile
 import time
 import zlib
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
@@ -292,10 +295,15 @@ def flagged_union(dropped: np.ndarray, flags: Dict[str, np.ndarray]) -> np.ndarr
 
 
 def key_figures(labels: np.ndarray, union: np.ndarray, union_scores: np.ndarray,
-                bicleaner: Optional[np.ndarray]) -> Dict[str, float]:
+                bicleaner: Optional[np.ndarray],
+                heuristics: Optional[Dict[str, np.ndarray]] = None) -> Dict[str, float]:
     """The goals' figures: the union's flag rates of A+L, V+F and L, its precision and
-    recall, and the AUCs of the union's score and of Bicleaner's and their difference
-    (*union*: dropped or flagged; *union_scores*: +inf where dropped)."""
+    recall, the AUCs of the union's score and of Bicleaner's and their difference, and the
+    A+L each finds at V+F = 5% (*union*: dropped or flagged; *union_scores*: +inf where
+    dropped). *heuristics* (``flag``: OpusFilter's union flag, ``score``: the number of its
+    filters that reject a pair, on the same rows): that union's A+L and V+F flag rates, AUC,
+    A+L found at V+F = 5%, and the checks' union's AUC and A+L found less its own (the
+    same differences against Bicleaner)."""
     out = {}
     for name, group in (("union A+L", AUC_NOISE), ("union V+F", VALID), ("union L", ("L",))):
         pick = np.isin(labels, group)
@@ -305,10 +313,44 @@ def key_figures(labels: np.ndarray, union: np.ndarray, union_scores: np.ndarray,
     out["precision"] = true_pos / max(int(np.count_nonzero(union & (noise | valid))), 1)
     out["recall"] = true_pos / max(int(np.count_nonzero(noise)), 1)
     out["auc union"] = _auc(labels, union_scores)
+    out["union A+L found at V+F 5%"] = noise_found_at(labels, union_scores, 0.05)
     if bicleaner is not None:
         out["auc bicleaner"] = _auc(labels, -bicleaner)
         out["auc union - bicleaner"] = out["auc union"] - out["auc bicleaner"]
+        out["bicleaner A+L found at V+F 5%"] = noise_found_at(labels, -bicleaner, 0.05)
+        out["union - bicleaner A+L found at V+F 5%"] = \
+            out["union A+L found at V+F 5%"] - out["bicleaner A+L found at V+F 5%"]
+    if heuristics is not None:
+        for name, group in (("opusfilter union A+L", AUC_NOISE),
+                            ("opusfilter union V+F", VALID)):
+            pick = np.isin(labels, group)
+            out[name] = float(heuristics["flag"][pick].mean()) if pick.any() else float("nan")
+        out["auc opusfilter union"] = _auc(labels, heuristics["score"])
+        out["auc union - opusfilter union"] = out["auc union"] - out["auc opusfilter union"]
+        out["opusfilter union A+L found at V+F 5%"] = noise_found_at(
+            labels, heuristics["score"], 0.05)
+        out["union - opusfilter union A+L found at V+F 5%"] = \
+            out["union A+L found at V+F 5%"] - out["opusfilter union A+L found at V+F 5%"]
     return out
+
+
+def report_intervals(labels: np.ndarray, drawn: np.ndarray, union: np.ndarray,
+                     union_scores: np.ndarray, bicleaner: Optional[np.ndarray],
+                     heuristics: Optional[Dict[str, np.ndarray]], replicates: int,
+                     seed: int) -> Dict[str, Dict[str, float]]:
+    """``intervals``: :func:`key_figures` over *replicates* resamples (with replacement) of
+    the rows *drawn* (the labelled pairs; the clean pairs stay out). Each resample's figures
+    of the checks, of Bicleaner and of OpusFilter's heuristics are computed on the same
+    resampled rows, so that their intervals and differences compare."""
+
+    def figures(index):
+        pick = drawn[index]
+        return key_figures(labels[pick], union[pick], union_scores[pick],
+                           None if bicleaner is None else bicleaner[pick],
+                           None if heuristics is None else
+                           {k: v[pick] for k, v in heuristics.items()})
+
+    return bootstrap(figures, len(drawn), replicates, seed)
 
 
 def flag_rates(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray],
@@ -376,12 +418,14 @@ def report(labels: np.ndarray, dropped: np.ndarray, flags: Dict[str, np.ndarray]
     return out
 
 
-def opusfilter_report(labels: np.ndarray, src_lines, tgt_lines, src: str, tgt: str) -> dict:
+def opusfilter_report(labels: np.ndarray, src_lines, tgt_lines, src: str,
+                      tgt: str) -> Tuple[dict, Dict[str, np.ndarray]]:
     """OpusFilter's heuristic filters (:mod:`.opusfilter_heuristics`) on the raw text of
     every pair of the mix: their parameters, each filter's and the union's flag rates per
     label (and A+L, V+F), the AUCs of each filter's flag and of the union's score (the number
     of filters that reject a pair), the union's ``noise_found_at_valid_share``, and the pairs
-    the filters score a CPU second."""
+    the filters score a CPU second; and the union's ``flag`` and ``score`` of every pair
+    (:func:`key_figures`'s *heuristics*, for the bootstrap)."""
     from .opusfilter_heuristics import heuristic_flags, heuristics
 
     start = time.process_time()
@@ -397,11 +441,12 @@ def opusfilter_report(labels: np.ndarray, src_lines, tgt_lines, src: str, tgt: s
             rate[name]["+".join(group)] = float(f[pick].mean()) if pick.any() else float("nan")
     auc = {name: _auc(labels, f.astype(np.float64)) for name, f in flags.items()}
     auc["union"] = _auc(labels, count)
-    return {"parameters": dict(heuristics(src, tgt)), "flag_rate": rate, "auc": auc,
-            "noise_found_at_valid_share": {
-                "union": {str(v): noise_found_at(labels, count, v)
-                          for v in (0.05, 0.1, 0.2, 0.3, 0.5)}},
-            "pairs_per_cpu_second": len(labels) / max(seconds, 1e-9)}
+    block = {"parameters": dict(heuristics(src, tgt)), "flag_rate": rate, "auc": auc,
+             "noise_found_at_valid_share": {
+                 "union": {str(v): noise_found_at(labels, count, v)
+                           for v in (0.05, 0.1, 0.2, 0.3, 0.5)}},
+             "pairs_per_cpu_second": len(labels) / max(seconds, 1e-9)}
+    return block, {"flag": count > 0, "score": count}
 
 
 def write_pairs(path, row, labels, dropped, flags, scores, union_flag, union, bicleaner,
@@ -437,13 +482,16 @@ def check_report(args) -> dict:
     clean_src, clean_tgt = read_clean(args.clean, args.src, args.tgt)
     src_lines, tgt_lines, labels, row = mix(labelled, clean_src, clean_tgt, args.share, args.seed)
     settings = settings_from_args(args)
+    start = time.process_time()
     with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
         kept, (src_pieces, tgt_pieces) = prepare(
             src_lines, tgt_lines, args.src, args.tgt, workdir, args.bpe_size,
             0.0 if args.no_ratio_filter else args.ratio, args.max_chars, args.max_len)
     counts, symbols, pieces = joined_counts(src_pieces, tgt_pieces)
+    prepared = time.process_time()
     checks = pair_checks(*counts, symbols=symbols, settings=settings, texts=pieces,
                          langs=(args.src, args.tgt))
+    checked = time.process_time()
     labels = np.asarray(labels)
     n = len(labels)
     dropped = np.ones(n, dtype=bool)
@@ -468,20 +516,26 @@ def check_report(args) -> dict:
     out = report(labels, dropped, flags, scores, union_scores, bicleaner,
                  half=np.where(row >= 0, row % 2, -1), kinds=kinds)
     union = flagged_union(dropped, flags)
+    # pairs a CPU second (process time: all threads of this process; one core under
+    # OMP_NUM_THREADS=1): the pair_checks call on the pairs that reached it, and the
+    # preparation (cleaning, sentencepiece training and encoding, counts) with it on the mix
+    out["pairs_per_cpu_second"] = {
+        "pair_checks": len(kept) / max(checked - prepared, 1e-9),
+        "preparation and pair_checks": n / max(checked - start, 1e-9)}
+    out["cpu_seconds"] = {"preparation": prepared - start, "pair_checks": checked - prepared}
+    heuristics = None
     if not args.no_opusfilter and importlib.util.find_spec("opusfilter") is not None:
-        out["opusfilter"] = opusfilter_report(labels, src_lines, tgt_lines, args.src, args.tgt)
+        out["opusfilter"], heuristics = opusfilter_report(labels, src_lines, tgt_lines,
+                                                          args.src, args.tgt)
+        out["pairs_per_cpu_second"]["opusfilter heuristics"] = \
+            out["opusfilter"]["pairs_per_cpu_second"]
     if args.pairs_out:
         write_pairs(args.pairs_out, row, labels, dropped, flags, scores, union,
                     union_scores["union"], bicleaner, src_lines, tgt_lines, (args.src, args.tgt))
     if args.bootstrap:
         drawn = np.flatnonzero(row >= 0)  # a new labelled sample; the clean pairs stay
-
-        def figures(index):
-            pick = drawn[index]
-            return key_figures(labels[pick], union[pick], union_scores["union"][pick],
-                               None if bicleaner is None else bicleaner[pick])
-
-        out["intervals"] = bootstrap(figures, len(drawn), args.bootstrap, args.seed)
+        out["intervals"] = report_intervals(labels, drawn, union, union_scores["union"],
+                                            bicleaner, heuristics, args.bootstrap, args.seed)
     out.update({
         "labelled": args.labelled, "clean_corpus": list(args.clean),
         "share": args.share, "pairs": {"labelled": int(np.count_nonzero(row >= 0)),

@@ -56,6 +56,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..features.prepared import check_evidence, kept_lines, language_pair, open_training_sides
 
 # --drop-share: the share of the pairs dropped beyond the flagged ones that may be picked by
 # their place in the corpus, where the noise scores tie at the share's boundary
@@ -63,77 +64,6 @@ TIE_TOLERANCE = 0.01
 
 # written last into every output: an --out that holds it is an earlier output of this command
 MARKER = "autoassist-filter.json"
-
-
-def language_pair(data: Path):
-    """(source, target) of the binarised training set of a data directory."""
-    idx = sorted(p.name for p in Path(data).glob("train.*-*.*.idx"))
-    if not idx:
-        raw = sorted(p.name for p in Path(data).glob("train.*-*.*") if p.is_file() and
-                     p.name.count(".") == 2 and p.suffix[1:] in p.name.split(".")[1].split("-"))
-        hint = (f" (it holds {', '.join(raw[:2])}: raw text of fairseq-preprocess --dataset-impl "
-                "raw; binarise it again without that flag)") if raw else ""
-        raise FileNotFoundError(f"no binarised training set in {data} (train.SRC-TGT.*.idx)"
-                                f"{hint}; give a directory of scripts/prepare-corpus.sh or "
-                                "fairseq-preprocess")
-    pairs = sorted({name.split(".")[1] for name in idx})
-    if len(pairs) > 1:  # which one was meant is not for a filter to guess
-        raise ValueError(f"{data} holds the training sets of {len(pairs)} language pairs "
-                         f"({', '.join(pairs)}): autoassist-filter writes one corpus; give a "
-                         "directory with one pair's training set (fairseq-preprocess "
-                         "--destdir per pair)")
-    src, tgt = pairs[0].split("-")
-    return src, tgt
-
-
-def kept_lines(data: Path, num_pairs: int) -> Optional[np.ndarray]:
-    """The raw line number of each binarised training pair (DATA/train.kept-lines), or None
-    when DATA has no such file."""
-    path = Path(data) / "train.kept-lines"
-    if not path.exists():
-        return None
-    kept = np.loadtxt(path, dtype=np.int64, ndmin=1)
-    if len(kept) != num_pairs:
-        raise ValueError(f"{path} has {len(kept)} lines for {num_pairs} binarised pairs: "
-                         "rerun scripts/prepare-corpus.sh")
-    return kept
-
-
-def open_training_sides(data: Path, src: str, tgt: str):
-    """{language: fairseq's indexed dataset of that side of the training set} (mmap, or lazy
-    or cached: :func:`.binarised.open_side`)."""
-    from ..features.binarised import open_side
-
-    sides = {lang: open_side(str(Path(data) / f"train.{src}-{tgt}.{lang}"))
-             for lang in (src, tgt)}
-    if len(sides[src]) != len(sides[tgt]):
-        raise ValueError(f"{data}: the {src} side has {len(sides[src])} training sentences, "
-                         f"the {tgt} side {len(sides[tgt])}: rerun the preparation")
-    return sides
-
-
-def flagged_pairs(data: Path, src: str, tgt: str):
-    """Per binarised training pair, whether a pair check of its feature file flags it (as the
-    task decides it), the union's noise score of each pair
-    (:func:`..features.check_flags.union_score`), and the settings the checks ran with. The file is
-    checked against the binarised text, as training checks it."""
-    flags, _, union, settings = check_evidence(data, src, tgt)
-    return flags, union, settings
-
-
-def check_evidence(data: Path, src: str, tgt: str):
-    """:func:`flagged_pairs` with each check's (score, flags) before the union's score:
-    (flags, per_check, union, settings)."""
-    from ..features.check_flags import check_scores, union_score
-    from ..features.training import open_checked_features
-
-    sides = open_training_sides(data, src, tgt)
-    store = open_checked_features(str(data), "train", src, tgt, np.asarray(sides[src].sizes),
-                                  np.asarray(sides[tgt].sizes), len(sides[src]))
-    flags = store.suspect_pairs()
-    settings = store.pair_check_settings()
-    per_check, margin = check_scores(store.pair_checks(), settings)
-    return flags, per_check, union_score(per_check, margin), settings
 
 
 def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True,
@@ -272,10 +202,12 @@ def check_out(out: Path) -> None:
 
 
 def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
-                   dynamics: Optional[Sequence[str]] = None, scores_out: Optional[str] = None):
+                   dynamics: Optional[Sequence[str]] = None, scores_out: Optional[str] = None,
+                   dynamics_checkpoint: Optional[str] = None):
     """Write OUT without the training pairs of DATA that the pair checks flag (with
     *dynamics*, the losses files of two checkpoints, also those whose training dynamics
-    flag them: :mod:`..diagnose.dynamics`), and with *drop_share* > 0 without the next most
+    flag them: :mod:`..diagnose.dynamics`; with *dynamics_checkpoint*, from the losses of the
+    training passes that the checkpoint's Assistant recorded), and with *drop_share* > 0 without the next most
     noise-like pairs up to that share of all (:func:`ranked_drop`); with *scores_out*, also
     every pair's scores as a TSV (:mod:`.pair_scores`); OUT may then be None (the
     scores alone). Return (flags, dropped), one bool per binarised training pair of DATA."""
@@ -299,10 +231,21 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
     num_pairs = len(flags)  # the file was checked to describe every binarised training pair
     lines = kept_lines(data, num_pairs)  # checked before anything is written
     dyn = None
+    if dynamics and dynamics_checkpoint:
+        raise ValueError("give --dynamics (the losses of two checkpoints) or "
+                         "--dynamics-checkpoint (the training passes' own losses), not both")
     if dynamics:
         from ..diagnose.dynamics import pair_dynamics
 
         dyn = pair_dynamics(dynamics[0], dynamics[1], num_pairs)
+    elif dynamics_checkpoint:
+        from ..diagnose.dynamics import visits_dynamics
+
+        sides = open_training_sides(data, src, tgt)
+        # a copy while the side is open: its sizes are a view of the index file's mmap
+        ntok = np.array(sides[tgt].sizes, dtype=np.int64)
+        del sides
+        dyn = visits_dynamics(dynamics_checkpoint, ntok)
     flagged = flags | dyn[1] if dyn is not None else flags
     more = [c for c in DEFAULT_CHECKS if c not in settings.checks]
     fix = (f"; or rebuild the features with more checks than {', '.join(settings.checks)}, "
@@ -357,6 +300,11 @@ def get_parser() -> argparse.ArgumentParser:
                         "autoassist-diagnose --losses-out files of an early and a late "
                         "checkpoint of a run on DATA (a high loss that does not fall, relative "
                         "to pairs of the same length; the bar is set from the corpus)")
+    p.add_argument("--dynamics-checkpoint", metavar="CKPT",
+                   help="as --dynamics, from the losses of the training passes themselves: "
+                        "each pair's first and latest visit, which the Assistant of an "
+                        "autoassist_translation run on DATA records in its checkpoints (no "
+                        "extra forward pass; pairs visited once are not scored)")
     p.add_argument("--scores-out", metavar="TSV",
                    help="also write every training pair's line, check scores, union flag, "
                         "dynamics score and inputs (with --dynamics) and whether it is dropped "
@@ -371,7 +319,8 @@ def cli_main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         flags, dropped = filter_flagged(args.data, args.out, features=not args.no_features,
                                         drop_share=args.drop_share, dynamics=args.dynamics,
-                                        scores_out=args.scores_out)
+                                        scores_out=args.scores_out,
+                                        dynamics_checkpoint=args.dynamics_checkpoint)
     except (FileNotFoundError, ValueError) as err:
         print(f"autoassist-filter: error: {err}", file=sys.stderr)
         return 1
@@ -380,7 +329,8 @@ def cli_main(argv: Optional[Sequence[str]] = None) -> int:
               file=sys.stderr)
         return 1
     more = int(dropped.sum() - flags.sum())
-    by = "the pair checks and the training dynamics" if args.dynamics else "the pair checks"
+    by = "the pair checks and the training dynamics" if args.dynamics or \
+        args.dynamics_checkpoint else "the pair checks"
     where = " -> ".join(str(p) for p in (args.out, args.scores_out) if p)
     print(f"autoassist-filter: {'kept' if args.out else 'would keep'} {int((~dropped).sum())} "
           f"of {len(flags)} training pairs ({int(flags.sum())} flagged by {by} dropped"

@@ -27,6 +27,7 @@ import logging
 from itertools import islice
 from typing import Iterable, Iterator, Optional, Sequence
 
+import numpy as np
 import opusfilter
 
 from ..features.check_settings import PairCheckSettings
@@ -85,7 +86,7 @@ class AutoAssistPairChecks(opusfilter.FilterABC):
     def _scorer(self, chunk) -> PairScorer:
         scorer = PairScorer(chunk, *self.languages, self.settings,
                             self._sp if self._sp is not None else self.spm_model,
-                            self.bpe_size, self.threads)
+                            self.bpe_size, self.threads, keep_pieces=True)
         self._sp = scorer.sp  # one sentencepiece model for every chunk
         return scorer
 
@@ -101,7 +102,11 @@ class AutoAssistPairChecks(opusfilter.FilterABC):
                     yield chunk[0], {"flag": 0, "union": 0.0}
                     continue
                 scorer = self._scorer([(pair[0], pair[1]) for pair in chunk])
-            scored = scorer.score([pair[0] for pair in chunk], [pair[1] for pair in chunk])
+                fit_rows = np.arange(len(chunk))  # fitted on this chunk: its pieces kept
+            else:
+                fit_rows = None
+            scored = scorer.score([pair[0] for pair in chunk], [pair[1] for pair in chunk],
+                                  fit_rows)
             for i, pair in enumerate(chunk):
                 out = {"flag": int(scored.flags[i]), "union": float(scored.union[i])}
                 out.update((name, float(s[i])) for name, s in scored.scores.items())

@@ -24,9 +24,11 @@ import contextlib
 import gzip
 import os
 import random
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
+from itertools import chain
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -36,11 +38,28 @@ from ..features.pair_checks import PairCheckSettings, check_scores, fit_checks, 
 from ..features.tfidf import count_matrix
 from ..features.words import Pieces
 from ..prepare.spm_train_encode import LINE_BREAKS
-from .check_report import joined_counts
 
 FIT_PAIRS = 200_000  # pairs the checks (and a sentencepiece model) are fitted on
 BATCH_PAIRS = 200_000  # pairs scored at once: memory stays bounded on any input
 BPE_SIZE = 8000  # scripts/prepare-corpus.sh's joint sentencepiece vocabulary
+
+
+# a character that LINE_BREAKS turns into a space: a text without one is left as it is (one
+# search over a batch instead of a translate per text)
+_BREAK = re.compile("[" + re.escape("".join(map(chr, LINE_BREAKS))) + "]")
+
+
+def one_line(texts: Sequence[str]) -> List[str]:
+    """*texts* with LINE_BREAKS' characters turned into spaces (``t.translate(LINE_BREAKS)``
+    of each text, as :mod:`..prepare.spm_train_encode` reads a line)."""
+    texts = list(texts)
+    joined = "\n".join(texts)  # "\n" is none of them
+    hits = [m.start() for m in _BREAK.finditer(joined)]
+    if hits:  # the texts that hold one: where each text starts in *joined*
+        starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
+        for i in np.unique(np.searchsorted(starts, hits, side="right") - 1).tolist():
+            texts[i] = texts[i].translate(LINE_BREAKS)
+    return texts
 
 
 class InputError(ValueError):
@@ -68,33 +87,38 @@ def read_pairs(lines, name: str) -> Iterator[Tuple[str, str]]:
         InputError: a line without exactly one tab, named by its number.
     """
     for number, line in enumerate(lines, 1):
-        line = line.rstrip("\n")
-        if line.count("\t") != 1:
+        pair = line.rstrip("\n").split("\t")
+        if len(pair) == 2:
+            yield pair[0], pair[1]
+        else:
+            line = line.rstrip("\n")
             raise InputError(
                 f"{name}, line {number}: {line.count(chr(9))} tabs; each line must be one "
                 "pair, SOURCE<tab>TARGET (exactly one tab; replace tabs inside a sentence "
                 "by spaces, e.g. paste the two sides of a corpus: paste corpus.en corpus.de)")
-        src, tgt = line.split("\t")
-        yield src, tgt
 
 
-def sample_pairs(pairs, size: int, seed: int = 0, keep=None) -> Tuple[List[Tuple[str, str]],
-                                                                        int]:
+def sample_pairs(pairs, size: int, seed: int = 0, keep=None,
+                 lines: Optional[list] = None) -> Tuple[List[Tuple[str, str]], int]:
     """A uniform sample of at most *size* pairs (reservoir sampling, seeded), in input order
     while the input has no more than *size* pairs (then it is the input); *keep*: a callable
-    that also receives every pair (to spool the input). Returns (sample, pairs read)."""
+    that also receives every pair (to spool the input); *lines*: a list that receives the
+    0-based input line of each sample pair (sample order). Returns (sample, pairs read)."""
     rng = random.Random(seed)
     sample: List[Tuple[str, str]] = []
+    where: List[int] = [] if lines is None else lines
     n = 0
     for n, pair in enumerate(pairs, 1):
         if keep is not None:
             keep(pair)
         if len(sample) < size:
             sample.append(pair)
+            where.append(n - 1)
         else:
             j = rng.randrange(n)
             if j < size:
                 sample[j] = pair
+                where[j] = n - 1
     return sample, n
 
 
@@ -109,7 +133,7 @@ def train_sentencepiece(sources: Sequence[str], targets: Sequence[str], vocab_si
         for side, lines in (("src", sources), ("tgt", targets)):
             path = os.path.join(workdir, f"train.{side}")
             with open(path, "w", encoding="utf-8", newline="\n") as f:
-                f.writelines(line.translate(LINE_BREAKS) + "\n" for line in lines)
+                f.write("".join(line + "\n" for line in one_line(lines)))
             files.append(path)
         prefix = os.path.join(workdir, "spm")
         try:
@@ -156,11 +180,17 @@ class PairScorer:
         spm_model (str or SentencePieceProcessor, optional): a sentencepiece model to
             encode with (default: one trained on *sample*, *bpe_size* pieces; ``sp``).
         threads (int): sentencepiece threads (default: 1).
+        keep_pieces (bool): keep the sample's pieces, so that :meth:`score` takes the pairs
+            of the sample from them (its *fit_rows*) instead of encoding them again.
+
+    Each line is encoded to piece ids once; a piece is known by its text (the vocabulary's
+    symbols are texts), so a piece that sentencepiece encodes as unknown (its id is the
+    model's ``<unk>``) is known by the text sentencepiece gives it (``out_type=str``).
     """
 
     def __init__(self, sample: Sequence[Tuple[str, str]], src: str, tgt: str,
                  settings: Optional[PairCheckSettings] = None, spm_model=None,
-                 bpe_size: int = BPE_SIZE, threads: int = 1):
+                 bpe_size: int = BPE_SIZE, threads: int = 1, keep_pieces: bool = False):
         self.settings = settings or PairCheckSettings()
         if "lexical" in self.settings.checks:
             raise ValueError("the lexical check is fitted and scored in one call on a prepared "
@@ -174,8 +204,25 @@ class PairScorer:
             self.sp = train_sentencepiece(sources, targets, bpe_size, threads)
         else:
             self.sp = load_sentencepiece(spm_model) if isinstance(spm_model, str) else spm_model
-        counts, self.symbols, _ = joined_counts(self.encode(sources), self.encode(targets))
+        # the text of each piece id: the model's pieces, then the texts of unknown pieces met
+        self._texts = [self.sp.id_to_piece(i) for i in range(self.sp.get_piece_size())]
+        self._unknown_ids: dict = {}  # text of an unknown piece -> its id (past the model's)
+        self._unk = self.sp.unk_id()
+        sides = [self._encode_ids(sources), self._encode_ids(targets)]
+        del sources, targets
+        # the vocabulary of joined_counts: the pieces in order of first appearance, source
+        # side first
+        ids = np.concatenate([sides[0][0], sides[1][0]])
+        seen, first = np.unique(ids, return_index=True)
+        order = seen[np.argsort(first, kind="stable")]
+        self.symbols = [self._texts[i] for i in order]
         self.vocab = {s: i for i, s in enumerate(self.symbols)}
+        self._lookup = np.full(len(self._texts), -1, dtype=np.int64)  # piece id -> column
+        self._lookup[order] = np.arange(len(order))
+        counts = [count_matrix(self._lookup[i], offsets, len(order)) for i, offsets in sides]
+        self._fit_pieces = ([(i.astype(np.int32), o) for i, o in sides] if keep_pieces
+                            else None)
+        del ids, sides
         self.fitted = fit_checks(*counts, symbols=self.symbols, settings=self.settings,
                                  langs=(src, tgt))
         # the columns that check_scores gives for these settings, in CHECKS' order
@@ -184,30 +231,98 @@ class PairScorer:
     def encode(self, texts: Sequence[str]) -> List[List[str]]:
         """Each text's sentencepiece pieces (as :mod:`..prepare.spm_train_encode`
         encodes it)."""
-        return self.sp.encode([t.translate(LINE_BREAKS) for t in texts], out_type=str,
-                              num_threads=self.threads)
+        return self.sp.encode(one_line(texts), out_type=str, num_threads=self.threads)
 
-    def _side(self, pieces: List[List[str]], extra: dict):
-        """A side's counts over the fitted vocabulary and its :class:`Pieces` (a piece the
-        vocabulary lacks: an id in *extra*, past the vocabulary; no column of the counts)."""
+    def _encode_ids(self, texts: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
+        """All pieces of *texts* (their ids: one per piece text, see the class), text after
+        text, and the ``len(texts) + 1`` offsets of each text's pieces."""
+        texts = one_line(texts)
+        encoded = self.sp.encode(texts, out_type=int, num_threads=self.threads)
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)),
+                  out=offsets[1:])
+        ids = np.fromiter(chain.from_iterable(encoded), dtype=np.int64, count=int(offsets[-1]))
+        del encoded
+        unknown = np.flatnonzero(ids == self._unk)
+        if unknown.size:
+            rows = np.unique(np.searchsorted(offsets, unknown, side="right") - 1)
+            for row, pieces in zip(rows, self.encode([texts[r] for r in rows])):
+                a, b = int(offsets[row]), int(offsets[row + 1])
+                if len(pieces) != b - a:  # sentencepiece segments a text one way
+                    raise RuntimeError("sentencepiece gave pieces and ids of different lengths")
+                for j in np.flatnonzero(ids[a:b] == self._unk):
+                    ids[a + j] = self._text_id(pieces[j])
+        return ids, offsets
+
+    def _text_id(self, text: str) -> int:
+        """The id of a piece's text (the model's id where the text is one of its pieces)."""
+        i = self.sp.piece_to_id(text)
+        if i != self._unk or text == self._texts[self._unk]:
+            return i
+        if text not in self._unknown_ids:
+            self._unknown_ids[text] = len(self._texts)
+            self._texts.append(text)
+        return self._unknown_ids[text]
+
+    def _side_ids(self, texts: Sequence[str], side: int, fit_rows) -> Tuple[np.ndarray,
+                                                                            np.ndarray]:
+        """:meth:`_encode_ids` of a side of a batch, whose texts at ``fit_rows >= 0`` are
+        those rows of the fit sample (their pieces kept, not encoded again)."""
+        if fit_rows is None or self._fit_pieces is None:
+            return self._encode_ids(texts)
+        rows = np.asarray(fit_rows, dtype=np.int64)
+        if len(rows) != len(texts):
+            raise ValueError(f"{len(rows)} fit rows for {len(texts)} pairs")
+        fresh = np.flatnonzero(rows < 0)
+        kept = np.flatnonzero(rows >= 0)
+        fit_ids, fit_offsets = self._fit_pieces[side]
+        new_ids, new_offsets = self._encode_ids([texts[i] for i in fresh])
+        lengths = np.zeros(len(rows), dtype=np.int64)
+        lengths[fresh] = np.diff(new_offsets)
+        lengths[kept] = fit_offsets[rows[kept] + 1] - fit_offsets[rows[kept]]
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        ids = np.empty(int(offsets[-1]), dtype=np.int64)
+        for lines, starts, source in ((fresh, new_offsets[:-1], new_ids),
+                                      (kept, fit_offsets[rows[kept]], fit_ids)):
+            n = lengths[lines]
+            total = int(n.sum())
+            if not total:
+                continue
+            within = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
+            ids[np.repeat(offsets[lines], n) + within] = source[np.repeat(starts, n) + within]
+        return ids, offsets
+
+    def _side(self, ids: np.ndarray, offsets: np.ndarray, extra: dict):
+        """A side's counts over the fitted vocabulary and its column ids (a piece the
+        vocabulary lacks: its column in *extra* (piece id -> column past the vocabulary,
+        filled in order of first appearance); no column of the counts)."""
         size = len(self.vocab)
-        get = self.vocab.get
-        flat = [p for sentence in pieces for p in sentence]
-        ids = np.fromiter((get(p, -1) for p in flat), dtype=np.int64, count=len(flat))
-        offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
-        np.cumsum([len(s) for s in pieces], out=offsets[1:])
-        unknown = np.flatnonzero(ids < 0)
-        for i in unknown:
-            ids[i] = size + extra.setdefault(flat[i], len(extra))
-        counts = count_matrix(np.minimum(ids, size), offsets, size + 1)[:, :size]
-        return counts, ids, offsets
+        lookup = self._lookup
+        if len(lookup) < len(self._texts):  # unknown pieces met since
+            lookup = self._lookup = np.concatenate(
+                [lookup, np.full(len(self._texts) - len(lookup), -1, dtype=np.int64)])
+        columns = lookup[ids]
+        unknown = np.flatnonzero(columns < 0)
+        if unknown.size:
+            seen, first = np.unique(ids[unknown], return_index=True)
+            for i in seen[np.argsort(first, kind="stable")]:
+                extra.setdefault(int(i), size + len(extra))
+            columns[unknown] = [extra[i] for i in ids[unknown].tolist()]
+        counts = count_matrix(np.minimum(columns, size), offsets, size + 1)[:, :size]
+        return counts, columns, offsets
 
-    def score(self, sources: Sequence[str], targets: Sequence[str]) -> ScoredBatch:
-        """The checks' scores, the union's score and the flags of a batch of pairs."""
+    def score(self, sources: Sequence[str], targets: Sequence[str],
+              fit_rows: Optional[Sequence[int]] = None) -> ScoredBatch:
+        """The checks' scores, the union's score and the flags of a batch of pairs.
+
+        *fit_rows*: per pair, its row in the fit sample (its pieces kept: ``keep_pieces``),
+        or -1 (encoded here); the scores are those of the pairs encoded anew."""
         extra: dict = {}
         (src_counts, src_ids, src_off), (tgt_counts, tgt_ids, tgt_off) = (
-            self._side(self.encode(side), extra) for side in (sources, targets))
-        symbols = self.symbols + list(extra) if extra else self.symbols
+            self._side(*self._side_ids(texts, side, fit_rows), extra)
+            for side, texts in enumerate((sources, targets)))
+        symbols = self.symbols + [self._texts[i] for i in extra] if extra else self.symbols
         texts = (Pieces(src_ids, src_off, symbols), Pieces(tgt_ids, tgt_off, symbols))
         checks = self.fitted.score(src_counts, tgt_counts, texts=texts)
         per_check, margin = check_scores(checks, self.settings)

@@ -27,6 +27,7 @@ Example::
 """
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -34,15 +35,13 @@ import tempfile
 import time
 from itertools import islice
 
+import numpy as np
+
 from ..features.check_settings import add_settings_arguments, settings_from_args
 from .pair_scorer import (BATCH_PAIRS, BPE_SIZE, FIT_PAIRS, InputError, PairScorer,
                           open_text, read_pairs, sample_pairs)
 
 logger = logging.getLogger("autoassist_fairseq.score_pairs")
-
-
-def _number(x: float) -> str:
-    return f"{x:.6g}"
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -117,6 +116,9 @@ def score_pairs(args, settings) -> dict:
     """Fit, then score the input batch by batch; returns counts for the log."""
     start = time.perf_counter()
     spool = None
+    # the input line of each fit sample pair, where the sample is drawn from the input: those
+    # pairs are scored from the pieces the fit encoded (each line is encoded once)
+    lines: list = []
     try:
         if args.fit is None and args.input == "-":
             # stdin is read once: spooled to disk while sampled, then scored from there
@@ -125,20 +127,28 @@ def score_pairs(args, settings) -> dict:
             with open_text("-") as f:
                 sample, n_fit = sample_pairs(
                     read_pairs(f, "stdin"), args.fit_pairs, args.seed,
-                    keep=lambda pair: spool.write(f"{pair[0]}\t{pair[1]}\n"))
+                    keep=lambda pair: spool.write(f"{pair[0]}\t{pair[1]}\n"), lines=lines)
             spool.close()
             source, name = spool.name, "stdin"
         else:
             fit = args.fit or args.input
             with open_text(fit) as f:
-                sample, n_fit = sample_pairs(read_pairs(f, fit), args.fit_pairs, args.seed)
+                sample, n_fit = sample_pairs(read_pairs(f, fit), args.fit_pairs, args.seed,
+                                             lines=lines if args.fit is None else None)
             source, name = args.input, args.input
         if n_fit == 0:
             raise InputError(f"{args.fit or name}: no pairs (empty input); give tab-separated "
                              "pairs, SOURCE<tab>TARGET a line")
         scorer = PairScorer(sample, args.src, args.tgt, settings, args.spm_model,
-                            args.bpe_size, args.threads)
-        del sample
+                            args.bpe_size, args.threads, keep_pieces=bool(lines))
+        # the sample is the whole input, in input order: scored from it, not read again
+        whole = bool(lines) and n_fit <= args.fit_pairs
+        if not whole:
+            del sample
+        # the sample's input lines, sorted, and their rows in the sample
+        order = np.argsort(np.asarray(lines, dtype=np.int64), kind="stable")
+        sample_lines, sample_rows = np.asarray(lines, dtype=np.int64)[order], order
+        del lines, order
         fitted = time.perf_counter()
         n = flagged = 0
         out = open_text(args.out, "w")
@@ -148,23 +158,29 @@ def score_pairs(args, settings) -> dict:
                 out.write("\t".join([args.src, args.tgt] +
                                     [f"{c}_score" for c in scorer.names] +
                                     ["union_score", "flag"]) + "\n")
-            with open_text(source) as f:
-                pairs = read_pairs(f, name)
+            with (contextlib.nullcontext() if whole else open_text(source)) as f:
+                pairs = iter(sample) if whole else read_pairs(f, name)
                 while True:
                     batch = list(islice(pairs, args.batch_size))
                     if not batch:
                         break
-                    scored = scorer.score([s for s, _ in batch], [t for _, t in batch])
-                    columns = [scored.scores[c] for c in scorer.names] + [scored.union]
-                    lines = []
-                    for i, (s, t) in enumerate(batch):
-                        if args.drop_flagged:
-                            if not scored.flags[i]:
-                                lines.append(f"{s}\t{t}\n")
-                        else:
-                            lines.append("\t".join([s, t] + [_number(c[i]) for c in columns] +
-                                                   [str(int(scored.flags[i]))]) + "\n")
-                    out.writelines(lines)
+                    first, last = np.searchsorted(sample_lines, [n, n + len(batch)])
+                    fit_rows = None
+                    if last > first:
+                        fit_rows = np.full(len(batch), -1, dtype=np.int64)
+                        fit_rows[sample_lines[first:last] - n] = sample_rows[first:last]
+                    sources, targets = [s for s, _ in batch], [t for _, t in batch]
+                    scored = scorer.score(sources, targets, fit_rows)
+                    if args.drop_flagged:
+                        out.writelines(f"{s}\t{t}\n" for (s, t), f in
+                                       zip(batch, scored.flags.tolist()) if not f)
+                    else:
+                        # a score is written as f"{x:.6g}" (which "%.6g" % x is), a line per pair
+                        columns = [scored.scores[c].tolist() for c in scorer.names] + \
+                            [scored.union.astype(np.float64).tolist(),
+                             scored.flags.astype(int).tolist()]
+                        line = "%s\t%s" + "\t%.6g" * (len(columns) - 1) + "\t%d\n"
+                        out.writelines(line % row for row in zip(sources, targets, *columns))
                     if weights is not None:
                         weights.writelines("0\n" if x else "1\n" for x in scored.flags)
                     n += len(batch)
