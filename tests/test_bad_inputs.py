@@ -6,6 +6,7 @@ flag and the fix, before anything is written or damaged (docs/design.md, "Faults
 inputs: what the user sees")."""
 
 import errno
+import re
 import shutil
 
 import numpy as np
@@ -407,3 +408,161 @@ def test_an_undecodable_message_of_the_assistant_is_an_error_not_the_pipes_end(p
     assert errors[0].startswith(f"the Boss could not read a message of the Assistant process "
                                 f"({len(payload)} bytes: "), errors
     assert "a message damaged in the pipe" in errors[0] and "--assistant-sync" in errors[0]
+
+
+# -- issue 48's "not tried yet" cases: flags and files that change at a resume ---------------
+
+def _resume(data, save_dir, *extra, check=False):
+    """fairseq-train resumed from SAVE_DIR/checkpoint_last.pt (3 updates of the tiny run)
+    for 3 more updates: ``(process, output)``."""
+    proc = run(train_args(data, save_dir, extra=["--max-update", "6", "--assistant-sync",
+                                                 *extra]), check=check)
+    return proc, proc.stdout + proc.stderr
+
+
+def _copy_checkpoint(tiny_checkpoint, tmp_path):
+    save_dir = tmp_path / "ckpt"
+    save_dir.mkdir()
+    shutil.copy(tiny_checkpoint, save_dir / "checkpoint_last.pt")
+    return save_dir
+
+
+def test_a_trace_folder_given_as_a_file_stops_before_training(tiny_data, tmp_path):
+    """--assistant-trace-dir naming a file: fairseq-train stops at the task's setup with the
+    flag, the path and the fix, before any training or save, and the file is left as it was."""
+    trace = tmp_path / "trace"
+    trace.write_text("not a folder\n")
+    proc = run(train_args(tiny_data, tmp_path / "ckpt", extra=[
+        "--max-update", "3", "--assistant-sync", "--assistant-trace-dir", trace]), check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output[-3000:]
+    assert f"--assistant-trace-dir {trace} is a file: give a folder (the trace is written to " \
+           "DIR/trained.rank<R>.tsv)" in output, output[-3000:]
+    assert "| train_inner |" not in output and not (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
+    assert trace.read_text() == "not a folder\n"
+
+
+@pytest.mark.parametrize("version, reason", [
+    (99, "(the checkpoint is from a newer release: upgrade autoassist-fairseq)"),
+    (2, ""),
+])
+def test_an_edited_schema_version_in_a_checkpoint_stops_the_resume(tiny_checkpoint, tiny_data,
+                                                                   tmp_path, version, reason):
+    """The AutoAssist state's schema version edited in checkpoint_last.pt (to one from a
+    newer release, or to one that never shipped): the resume stops before training, naming
+    the version, the versions this release reads and the fix, never a fresh Assistant."""
+    import torch
+
+    save_dir = _copy_checkpoint(tiny_checkpoint, tmp_path)
+    path = save_dir / "checkpoint_last.pt"
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    saved = state["extra_state"]["train_iterator"]["autoassist"]
+    assert saved["version"] == 6
+    saved["version"] = version
+    torch.save(state, path)
+    edited = path.read_bytes()
+    proc, output = _resume(tiny_data, save_dir)
+    assert proc.returncode != 0, output[-3000:]
+    assert f"the checkpoint's AutoAssist state has schema version {version}; this " \
+           f"autoassist-fairseq reads versions 1, 3, 4, 5 and 6{' ' + reason if reason else ''}; " \
+           "resume from another checkpoint, or relaunch with --reset-dataloader (a new " \
+           "Assistant and batch plan)" in output, output[-3000:]
+    assert "| train_inner |" not in output and path.read_bytes() == edited
+
+
+def test_another_lambda_max_or_pair_checks_at_a_resume_is_logged_from_where_it_applies(
+        tiny_checkpoint, tiny_data, tmp_path):
+    """--assistant-lambda-max 0.5 and --assistant-pair-checks off at a resume of a run of 0.9
+    with the checks on: the run goes on, and one warning names both changes, from where they
+    apply (the first window after the batches already planned) and how to apply them at
+    once; the checkpoints it saves record this run's values."""
+    import torch
+
+    save_dir = _copy_checkpoint(tiny_checkpoint, tmp_path)
+    proc, output = _resume(tiny_data, save_dir, "--assistant-lambda-max", "0.5",
+                           "--assistant-pair-checks", "off", check=True)
+    planned = re.search(r"resuming the batch stream at pass \d+, window \d+, with (\d+) "
+                        r"batches planned", output).group(1)
+    assert re.search(r"at this resume --assistant-lambda-max changed from 0.9 to 0.5 \(the "
+                     r"ceiling of lambda_k, and the floor 1 - lambda_max of every pair's "
+                     r"acceptance probability\); the pair checks changed from on \(\d+ pairs "
+                     r"flagged, accepted at the floor\) to off \(--assistant-pair-checks, or "
+                     r"the feature file's checks\): the " + planned + " batches already "
+                     "planned were drawn under the saved run's values and are trained as "
+                     "saved, so that the resume stays exact; this run's values apply from the "
+                     f"first window after them, {planned} batches from here. To apply them at "
+                     "once, resume with --reset-dataloader", output), output[-3000:]
+    state = torch.load(save_dir / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    saved = state["extra_state"]["train_iterator"]["autoassist"]["ranks"][0]["assistant"]
+    assert saved["settings"] == {"lambda_max": 0.5, "pair_checks": None}
+    # the same flags again: nothing changed, nothing to say
+    _, output = _resume(tiny_data, save_dir, "--assistant-lambda-max", "0.5",
+                        "--assistant-pair-checks", "off", "--max-update", "8", check=True)
+    assert "at this resume" not in output
+
+
+@pytest.mark.parametrize("pairs", [600, 400])
+def test_a_resume_on_other_data_with_the_same_dictionary_is_refused(tiny_checkpoint, tiny_data,
+                                                                    tmp_path, pairs):
+    """Other training pairs binarised with the run's dictionary (as many as the run's 600,
+    or fewer), their feature file built: the saved batch plan names pairs by id, so the
+    resume stops before training with both datasets' identities and the fix; with
+    --reset-dataloader (the fix) it trains on the new data."""
+    from utils import write_parallel
+
+    raw, other = tmp_path / "raw", tmp_path / "other-bin"
+    write_parallel(raw, "train", pairs, seed=7)
+    write_parallel(raw, "valid", 60, seed=8)
+    run(["fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--trainpref",
+         raw / "train", "--validpref", raw / "valid", "--destdir", other, "--srcdict",
+         tiny_data / "dict.src.txt", "--tgtdict", tiny_data / "dict.tgt.txt", "--workers", "1"])
+    run(["autoassist-features", other, "--source-lang", "src", "--target-lang", "tgt"])
+    assert (other / "dict.src.txt").read_text() == (tiny_data / "dict.src.txt").read_text()
+    save_dir = _copy_checkpoint(tiny_checkpoint, tmp_path)
+    proc, output = _resume(other, save_dir)
+    assert proc.returncode != 0, output[-3000:]
+    assert re.search(r"the checkpoint was saved on other training data \(600 pairs, fingerprint "
+                     r"[0-9a-f]{12}\) than this run's \(" + str(pairs) + r" pairs, fingerprint "
+                     r"[0-9a-f]{12}\): its batch plan and Assistant name that data's pairs by "
+                     r"id, so a resume here would train other pairs than planned. To train this "
+                     r"model on the new data, resume with --reset-dataloader \(a new Assistant "
+                     r"and batch plan; the model and optimizer go on\), or give --data the data "
+                     r"the checkpoint was saved on", output), output[-3000:]
+    assert "| train_inner |" not in output
+    proc, output = _resume(other, save_dir, "--reset-dataloader", check=True)
+    assert f"AutoAssist data pass 1 (shard 0)" in output and "num_updates 6" in output
+    assert "resuming the batch stream" not in output  # a new plan, on the new data
+
+
+def test_a_mid_pass_resume_on_another_number_of_workers_stops_with_the_reason(
+        tiny_checkpoint, tiny_data, tmp_path):
+    """A checkpoint of 1 worker, saved in the middle of a data pass, resumed by 2 gloo
+    workers (scripts/launch_cpu_workers.py): its plan covers the rest of the pass on one
+    shard, which 2 workers cannot split without training some pairs twice and others not at
+    all. The run stops before training with the reason and both ways out; with
+    --reset-dataloader it trains on 2 workers."""
+    import sys
+
+    from utils import BIN, REPO
+
+    save_dir = _copy_checkpoint(tiny_checkpoint, tmp_path)
+
+    def two_workers(*extra):
+        fairseq_train, *rest = train_args(tiny_data, save_dir, extra=[
+            "--max-update", "6", "--assistant-sync", *extra])
+        proc = run([sys.executable, REPO / "scripts" / "launch_cpu_workers.py", "2", "--",
+                    BIN / fairseq_train, *rest], check=False)
+        return proc, proc.stdout + proc.stderr
+
+    proc, output = two_workers()
+    assert proc.returncode != 0, output[-3000:]
+    assert re.search(r"the checkpoint was saved by 1 worker in the middle of data pass \d+, "
+                     r"and this run has 2: each worker's batch plan covers the rest of its own "
+                     r"share of that pass, and 2 workers cannot go on from those plans without "
+                     r"training some pairs twice and others not at all. Resume with 1 worker "
+                     r"\(--distributed-world-size 1\), or with --reset-dataloader to change the "
+                     r"number of workers now", output), output[-3000:]
+    assert "| train_inner |" not in output
+    proc, output = two_workers("--reset-dataloader")
+    assert proc.returncode == 0, output[-3000:]
+    assert "done training" in output and "num_updates 6" in output

@@ -301,3 +301,89 @@ def test_the_counts_of_an_update_fairseq_never_reduced_are_not_lost():
     assert itr.run_totals["boss_tokens"] == tokens
     assert itr.run_totals["considered_tokens"] == pytest.approx(credited["considered_tokens"])
     assert itr.run_totals["accepted_tokens"] == pytest.approx(credited["accepted_tokens"])
+
+
+class _AcceptAll(_NonfiniteCounter):
+    def accept_probability(self, ids):
+        return np.ones(len(ids))
+
+
+def _seeded(seed):
+    return BatchGenerator(np.arange(N), *_sizes(), max_tokens=512, window_size=500, seed=seed)
+
+
+def test_another_seed_at_a_resume_applies_from_the_next_data_pass(caplog):
+    """Issue 48, not tried yet: saved after 10 batches of --seed 5, resumed with --seed 9.
+    The pass goes on in its saved order (each pair trained once, the same batches as the
+    uninterrupted run; every pair accepted, so that the epoch is the pass), the log says from
+    when the new seed applies, and the next pass is drawn from it."""
+    def iterator(seed):
+        gen = _seeded(seed)
+        return AutoAssistEpochBatchIterator(list(range(N)), _collate, gen,
+                                            lambda: LocalSource(gen, _AcceptAll, lag=0))
+
+    def pass_one(itr, epoch):
+        ids = []
+        for sample in epoch:
+            meta = sample["autoassist"]
+            itr.client.send_losses(meta["ids"], np.ones(len(meta["ids"])), meta["seq"])
+            ids.append(list(meta["ids"]))
+        return ids
+
+    uninterrupted = iterator(5)
+    whole = pass_one(uninterrupted, uninterrupted.next_epoch_itr())
+    assert sorted(i for ids in whole for i in ids) == list(range(N))
+    saved_run = iterator(5)
+    epoch = saved_run.next_epoch_itr()
+    for _ in range(10):
+        meta = next(epoch)["autoassist"]
+        saved_run.client.send_losses(meta["ids"], np.ones(len(meta["ids"])), meta["seq"])
+    state = saved_run.state_dict()
+    next_pair = state["autoassist"]["ranks"][0]["stream"]["generator"]["next_pair"]
+    assert 0 < next_pair < N
+    resumed = iterator(9)
+    resumed.load_state_dict(state)
+    with caplog.at_level(logging.WARNING):
+        epoch = resumed.next_epoch_itr()
+    assert "--seed changed from 5 to 9 at a resume in the middle of data pass 1: the pass " \
+           f"goes on in its saved order and acceptance draws (of seed 5) from its pair " \
+           f"{next_pair}, so that each of its pairs is a candidate once; --seed 9 draws the " \
+           "order and acceptance from data pass 2 on" in caplog.text, caplog.text
+    assert "resume with --reset-dataloader" in caplog.text
+    rest = pass_one(resumed, epoch)
+    assert whole[:10] + rest == whole  # exactly the uninterrupted pass
+    resumed.shutdown(), saved_run.shutdown(), uninterrupted.shutdown()
+    # the pass after it is drawn from the new seed; a second resume keeps each pass's seed
+    gen = _seeded(9)  # this run's --seed 9, resuming a pass of --seed 5
+    gen.load_state_dict(dict(_seeded(5).state_dict(), epoch=1))
+    assert gen.pass_seed(1) == 5 and gen.pass_seed(2) == 9 and gen.state_dict()["seed"] == 5
+    new = _seeded(9)
+    new.begin_pass(2)
+    gen.begin_pass(2)
+    assert np.array_equal(gen._order_cache[0], new._order_cache[0])
+    assert gen.state_dict()["seed"] == 9
+
+
+def test_another_number_of_workers_at_a_resume_mid_pass_is_refused_between_passes_not():
+    """Two workers' states resumed by one: in the middle of a data pass the plans cannot be
+    re-split (an error with the reason and the fix, before any training); with no plan in
+    a pass (saved between passes) every worker starts from worker 0's Assistant."""
+    itr = _sync_iterator()
+    _train(itr, itr.next_epoch_itr(), 10)
+    state = itr.state_dict()
+    saved = state["autoassist"]
+    saved["ranks"] = [saved["ranks"][0], saved["ranks"][0]]  # as two workers would save
+    saved["world_size"] = 2
+    resumed = _sync_iterator()
+    with pytest.raises(ValueError, match=r"saved by 2 workers in the middle of data pass 1, "
+                                         r"and this run has 1: .* Resume with 2 workers "
+                                         r"\(--distributed-world-size 2\), or with "
+                                         r"--reset-dataloader"):
+        resumed.load_state_dict(state)
+    for entry in saved["ranks"]:  # between passes: nothing planned, carried or visited
+        entry["stream"] = dict(entry["stream"], pending=[], generator=dict(
+            entry["stream"]["generator"], next_pair=0, next_window=0, epoch=2,
+            carried=torch.zeros(0, dtype=torch.int64),
+            carried_weights=torch.zeros(0)))
+    resumed.load_state_dict(state)
+    resumed.shutdown(), itr.shutdown()

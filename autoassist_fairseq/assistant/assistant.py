@@ -205,10 +205,19 @@ class Assistant:
 
     def state_dict(self) -> dict:
         state = {"model": self.model.state_dict(), "schedule": self.schedule.state_dict(),
-                 "nonfinite": self.nonfinite, "visits": self.visits.state_dict()}
+                 "nonfinite": self.nonfinite, "visits": self.visits.state_dict(),
+                 "settings": self.settings()}
         if self.history is not None:
             state["history"] = self.history.state_dict()
         return state
+
+    def settings(self) -> dict:
+        """The flags a resume may change that shape this Assistant's answers: a state records
+        them, so that a resumed run can say which changed (the Boss's client logs it); this
+        run's own hold from its first window."""
+        return {"lambda_max": float(self.hparams.lambda_max),
+                "pair_checks": None if self.suspect is None
+                else int(np.count_nonzero(self.suspect))}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a state; the pass number is not part of it (``begin_pass`` sets it).

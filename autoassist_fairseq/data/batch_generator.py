@@ -69,6 +69,10 @@ class BatchGenerator:
         self.bsz_mult = required_batch_size_multiple
         self.window_size = window_size
         self.seed, self.shard_id = seed, shard_id
+        # (data pass, seed) of a pass resumed from a state saved under another --seed: that
+        # pass goes on in the order its seed drew, so that each of its pairs is a candidate
+        # once; the passes after it use self.seed
+        self._resumed_seed: Optional[tuple] = None
         self.num_windows = max(1, math.ceil(len(self.shard) / window_size))
         self._full_count = None
         self._pass_counts = {}
@@ -184,8 +188,15 @@ class BatchGenerator:
     # -- passes ----------------------------------------------------------------------
     def _order(self, data_pass: int):
         """The shard in a random order of *data_pass*, and the window to start from."""
-        rng = np.random.default_rng([self.seed, data_pass, self.shard_id])
+        rng = np.random.default_rng([self.pass_seed(data_pass), data_pass, self.shard_id])
         return rng.permutation(self.shard), 0
+
+    def pass_seed(self, data_pass: int) -> int:
+        """The seed of *data_pass*'s order and draws: ``--seed``, except for a pass resumed
+        from a state saved under another one, which keeps the saved seed."""
+        if self._resumed_seed is not None and self._resumed_seed[0] == data_pass:
+            return self._resumed_seed[1]
+        return self.seed
 
     def _window_ids(self, order, w):
         start = w * self.window_size
@@ -252,7 +263,8 @@ class BatchGenerator:
         return plan
 
     def _window_rng(self, window: int) -> np.random.Generator:
-        return np.random.default_rng([self.seed, self.data_pass, self.shard_id, window, 1])
+        return np.random.default_rng([self.pass_seed(self.data_pass), self.data_pass,
+                                      self.shard_id, window, 1])
 
     def _regular_window(self, accept_fn: AcceptFn) -> WindowPlan:
         w = self.cursor
@@ -296,10 +308,17 @@ class BatchGenerator:
         return {"epoch": self.data_pass, "next_window": self.cursor, "next_pair": self.position,
                 "window_size": self.window_size, "carried": self.carry.copy(),
                 "carried_weights": self.carry_weights.copy(), "accept_all": self.accept_all,
-                "generation": self.generation, "batches_made": self.batches_made}
+                "generation": self.generation, "batches_made": self.batches_made,
+                "seed": self.pass_seed(self.data_pass)}
 
     def load_state_dict(self, state: dict) -> None:
-        self.begin_pass(int(state["epoch"]))
+        """Restore a state; a pass saved under another ``--seed`` goes on with the saved
+        one (a state without ``seed``, saved before it was recorded: with this run's)."""
+        data_pass = int(state["epoch"])
+        saved_seed = int(state.get("seed", self.seed))
+        self._resumed_seed = (data_pass, saved_seed) if saved_seed != self.seed else None
+        self._pass_counts = {}  # counted with the seed of the pass they count
+        self.begin_pass(data_pass)
         self.cursor = int(state["next_window"])
         self.position = min(int(state["next_pair"]), len(self.shard))
         self.carry = np.asarray(state["carried"], dtype=np.int64)

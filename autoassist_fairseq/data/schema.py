@@ -4,7 +4,7 @@ fairseq saves the iterator's ``state_dict()``; its ``"autoassist"`` entry holds 
 resumed run needs to go on exactly where the saved one stood::
 
     {"version", "world_size", "epoch", "offset", "num_batches", "totals", "batches_done",
-     "ranks": [None | {"assistant": Assistant.state_dict() | None, "stats": dict | None,
+     "data", "ranks": [None | {"assistant": Assistant.state_dict() | None, "stats": dict | None,
                        "stream": None | {StreamState fields,
                                          "generator": BatchGenerator.state_dict()}}]}
 
@@ -31,7 +31,10 @@ replaced by a fresh Assistant. Versions:
   window counts, each rank's stream held its own, and the run's sums over the ranks lived
   in the task's checkpoint dict: the copies are dropped, and the sums, ``None`` after
   :func:`load`, come from the task's dict (:func:`run_totals_from_task`), which fairseq hands
-  over after the iterator's state.
+  over after the iterator's state. The generator state's ``seed`` (added inside version 6,
+  absent before) is the ``--seed`` its data pass's order and draws came from; ``data``
+  (also added inside version 6, absent before) is ``{"pairs", "fingerprint"}`` of the
+  training data the state names pairs of.
 
 The generator state's ``"epoch"`` is the data pass (its name in every version).
 """
@@ -46,12 +49,12 @@ logger = logging.getLogger(__name__)
 VERSION = 6
 
 TOP_KEYS = {"version", "world_size", "epoch", "offset", "num_batches", "ranks", "totals",
-            "batches_done"}
+            "batches_done", "data"}
 RANK_KEYS = {"assistant", "stats", "stream"}
 STREAM_KEYS = {"generator", "pending", "weights", "rate", "untold", "untold_batches",
                "pass_counts"}
 GENERATOR_KEYS = {"epoch", "next_window", "next_pair", "window_size", "carried",
-                  "carried_weights", "accept_all", "generation", "batches_made"}
+                  "carried_weights", "accept_all", "generation", "batches_made", "seed"}
 _RESET = ("resume from another checkpoint, or relaunch with --reset-dataloader (a new "
           "Assistant and batch plan)")
 
@@ -103,7 +106,7 @@ def run_totals_from_task(task_state: dict) -> Optional[dict]:
 
 
 def _check(saved: dict) -> None:
-    _keys("the AutoAssist state", saved, TOP_KEYS, required=TOP_KEYS)
+    _keys("the AutoAssist state", saved, TOP_KEYS, required=TOP_KEYS - {"data"})
     if saved["totals"] is not None:
         _keys("the run's totals", saved["totals"], set(RUN_TOTALS), required=set(RUN_TOTALS))
     ranks = saved["ranks"]
@@ -118,7 +121,7 @@ def _check(saved: dict) -> None:
         if stream is not None:
             _keys(f"rank {r}'s stream", stream, STREAM_KEYS, required={"generator", "pending"})
             _keys(f"rank {r}'s generator state", stream["generator"], GENERATOR_KEYS,
-                  required=GENERATOR_KEYS)
+                  required=GENERATOR_KEYS - {"seed"})
 
 
 def _keys(what: str, obj, allowed: set, required: set) -> None:
@@ -220,6 +223,20 @@ def _generator_from_v3(state: dict, generator, rank: int) -> dict:
     state.setdefault("window_size", generator.window_size)
     state.setdefault("next_pair", int(state.get("next_window", 0)) * int(state["window_size"]))
     return state
+
+
+def describe_seed_change(gen_state: Optional[dict], seed: int) -> Optional[str]:
+    """A warning when a pass resumes under another ``--seed`` than it was drawn with."""
+    if gen_state is None or "seed" not in gen_state or int(gen_state["seed"]) == seed:
+        return None
+    saved, data_pass = int(gen_state["seed"]), int(gen_state["epoch"])
+    return (f"--seed changed from {saved} to {seed} at a resume in the middle of data pass "
+            f"{data_pass}: the pass goes on in its saved order and acceptance draws (of seed "
+            f"{saved}) from its pair {int(gen_state['next_pair'])}, so that each of its pairs "
+            f"is a candidate once; --seed {seed} draws the order and acceptance from data pass "
+            f"{data_pass + 1} on (fairseq's own draws, e.g. dropout, take it at once). To "
+            f"apply it to the batches at once, resume with --reset-dataloader, which starts a "
+            f"new Assistant and batch plan")
 
 
 def describe_window_change(gen_state: Optional[dict], window_size: int) -> Optional[str]:

@@ -123,8 +123,18 @@ class AutoAssistTranslationTask(TranslationTask):
             all_gather=_all_gather if num_shards > 1 else None,
             reweight=cfg.assistant_reweight, num_workers=num_workers,
             buffer_size=data_buffer_size, points=RunPoints.from_config(cfg), carry=carry,
-            data_shard_per_epoch=len(utils.split_paths(cfg.data)) > 1)
+            data_shard_per_epoch=len(utils.split_paths(cfg.data)) > 1,
+            data_id=self._data_id(dataset))
         return self.train_iterator
+
+    def _data_id(self, dataset) -> Optional[dict]:
+        """The training data's identity for the checkpoint: its pair count and the
+        fingerprint its feature file was checked against (of the token ids where the file
+        records one, else of the lengths and dictionaries)."""
+        if self.features is None:
+            return None
+        fingerprint = self.features.meta.get("tokens") or self.features.meta.get("fingerprint")
+        return None if fingerprint is None else {"pairs": len(dataset), "fingerprint": fingerprint}
 
     def build_model(self, cfg, from_checkpoint=False):
         """fairseq's model; in fairseq-train (not from a checkpoint, as generate builds it),

@@ -26,7 +26,7 @@ from ..data.batch_generator import BatchGenerator
 from ..data.batch_stream import BatchStream, StreamState, agree_num_batches
 from ..data.collate import collated_batches
 from ..data.run_points import RunPoints
-from ..data.schema import VERSION, describe_window_change
+from ..data.schema import VERSION, describe_seed_change, describe_window_change
 from ..data.schema import load as load_schema
 from ..losses import BossLosses
 from ..metrics import COUNTED, RUN_TOTALS, SUMMED
@@ -78,8 +78,12 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def __init__(self, dataset, collate_fn, generator: BatchGenerator,
                  start_source: Callable, epoch=1, fallback="error",
                  num_shards=1, shard_id=0, all_gather=None, reweight=False, num_workers=0,
-                 buffer_size=0, points=None, carry=None, data_shard_per_epoch=False):
+                 buffer_size=0, points=None, carry=None, data_shard_per_epoch=False,
+                 data_id: Optional[dict] = None):
         self.dataset = dataset
+        # {"pairs", "fingerprint"} of the training data: the batch plan and the Assistant's
+        # per-pair memory name its pairs by id, so a checkpoint resumes only on that data
+        self.data_id = data_id
         self.collate_fn = collate_fn
         self.generator = generator
         self.epoch = max(epoch, 1)
@@ -207,6 +211,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             changed = describe_window_change(self.stream.gen_state, self.generator.window_size)
             if changed:
                 logger.info(changed)
+            changed = describe_seed_change(self.stream.gen_state, self.generator.seed)
+            if changed:
+                logger.warning(changed)
             self._warn_planned_over_limits()
         elif resume is not None and offset > 0 and resume.get("ranks") is not None:
             logger.warning(f"this rank's batch plan is not in the checkpoint: the rest of "
@@ -445,6 +452,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                 "version": VERSION, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
                 "num_batches": None if finished else self._num_batches, "ranks": ranks,
                 "totals": dict(self.run_totals), "batches_done": self.batches_done,
+                "data": self.data_id,
             }),
         }
 
@@ -467,13 +475,68 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
             saved = {"epoch": self.epoch, "offset": offset, "num_batches": None, "ranks": None}
         else:
             saved = load_schema(tensors_to_arrays(state_dict["autoassist"]), self.generator)
+            self._check_same_data(saved)
+            self._check_same_world_size(saved)
         if saved.get("totals") is not None:  # else: none, or in the task's state (schema <= 5)
             self.run_totals.update({k: float(saved["totals"][k]) for k in RUN_TOTALS})
         self._resume = saved
         self._cur_epoch_itr = None
 
+    def _check_same_world_size(self, saved: dict) -> None:
+        """Refuse a state saved by another number of workers in the middle of a data pass:
+        each rank's plan covers the rest of its own shard of that pass (every
+        ``world_size``-th pair), and another split of the pass's remaining pairs cannot be
+        drawn from them without training some pairs twice and others not at all. Saved
+        between passes (or with no plan), the next pass is split afresh: every worker starts
+        from worker 0's Assistant (``_own_entry``)."""
+        ranks = saved.get("ranks") or []
+        if not ranks or len(ranks) == self.num_shards:
+            return
+        passes = sorted({int(e["stream"]["generator"]["epoch"]) for e in ranks
+                         if e is not None and e.get("stream") is not None
+                         and _mid_pass(e["stream"])})
+        if not passes:
+            return
+        saved_by = f"{len(ranks)} worker" + ("s" if len(ranks) > 1 else "")
+        raise ValueError(
+            f"the checkpoint was saved by {saved_by} in the middle of data pass "
+            f"{passes[0]}, and this run has {self.num_shards}: each worker's batch plan covers "
+            f"the rest of its own share of that pass, and {self.num_shards} workers cannot "
+            "go on from those plans without training some pairs twice and others not at "
+            f"all. Resume with {saved_by} (--distributed-world-size "
+            f"{len(ranks)}), or with --reset-dataloader to change the number of workers now "
+            "(each worker starts a new Assistant and batch plan on its shard; the model and "
+            "optimizer go on)")
+
+    def _check_same_data(self, saved: dict) -> None:
+        """Refuse a state saved on other training data: its planned batches and the
+        Assistant's per-pair memory name pairs by id, and on other data those ids are other
+        pairs (or none). With ``--data a:b``, a state saved at an epoch's end goes on to the
+        next shard, whose data differs by design: only what names no pair goes on there."""
+        data = saved.get("data")
+        if data is None or self.data_id is None or data == self.data_id:
+            return
+        if self.data_shard_per_epoch and not saved.get("offset"):
+            return
+        raise ValueError(
+            f"the checkpoint was saved on other training data ({int(data['pairs'])} pairs, "
+            f"fingerprint {str(data['fingerprint'])[:12]}) than this run's "
+            f"({int(self.data_id['pairs'])} pairs, fingerprint "
+            f"{str(self.data_id['fingerprint'])[:12]}): its batch plan and Assistant name "
+            "that data's pairs by id, so a resume here would train other pairs than planned. "
+            "To train this model on the new data, resume with --reset-dataloader (a new "
+            "Assistant and batch plan; the model and optimizer go on), or give --data the "
+            "data the checkpoint was saved on")
+
     def shutdown(self) -> None:
         self.client.shutdown()
+
+
+def _mid_pass(stream: dict) -> bool:
+    """Whether a rank's saved stream stands inside a data pass: batches planned, pairs
+    carried, or pairs of the pass's order already visited."""
+    gen = stream["generator"]
+    return bool(len(stream["pending"]) or len(gen["carried"]) or int(gen["next_pair"]) > 0)
 
 
 def shard_independent(assistant: Optional[dict]) -> Optional[dict]:

@@ -112,6 +112,11 @@ class AssistantClient:
         logger.info(f"restored Assistant state: T_k={s['threshold']:.6f} "
                     f"lambda_k={s['lambda']:.6f} accuracy={s['accuracy']:.6f} "
                     f"after {s['loss_batches']} loss batches (from {origin})")
+        changed = describe_settings_change(state.get("settings"),
+                                           (got["assistant"] or {}).get("settings"),
+                                           len(self.stream.pending))
+        if changed:
+            logger.warning(changed)
 
     def restart_stream(self) -> None:
         """(Re)start the windows after the last one the Boss took; older ones are dropped."""
@@ -236,3 +241,31 @@ class AssistantClient:
 
 def _capitalised(text: str) -> str:
     return text[0].upper() + text[1:]
+
+
+def describe_settings_change(saved: Optional[dict], now: Optional[dict],
+                             planned: int) -> Optional[str]:
+    """A warning naming the Assistant's flags that a resume changed (``Assistant.settings``
+    of the saved state and of this run's), and from when their new values apply: the
+    *planned* batches were drawn under the saved values and are trained as saved (that keeps
+    the resume exact); the windows after them are scored under this run's."""
+    if not saved or not now or saved == now:
+        return None
+    changes = []
+    if saved.get("lambda_max") != now.get("lambda_max"):
+        changes.append(f"--assistant-lambda-max changed from {saved.get('lambda_max')} to "
+                       f"{now.get('lambda_max')} (the ceiling of lambda_k, and the floor "
+                       f"1 - lambda_max of every pair's acceptance probability)")
+
+    def checks(value):
+        return "off" if value is None else f"on ({value} pairs flagged, accepted at the floor)"
+
+    if saved.get("pair_checks") != now.get("pair_checks"):
+        changes.append(f"the pair checks changed from {checks(saved.get('pair_checks'))} to "
+                       f"{checks(now.get('pair_checks'))} (--assistant-pair-checks, or the "
+                       "feature file's checks)")
+    return (f"at this resume {'; '.join(changes)}: the {planned} batches already planned were "
+            "drawn under the saved run's values and are trained as saved, so that the resume "
+            "stays exact; this run's values apply from the first window after them, "
+            f"{planned} batches from here. To apply them at once, resume with "
+            "--reset-dataloader, which starts a new Assistant and batch plan")
