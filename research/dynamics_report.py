@@ -38,7 +38,8 @@ import numpy as np
 from autoassist_fairseq.diagnose.dynamics import BAR, BINS, pair_dynamics, visits_dynamics
 from autoassist_fairseq.features.prepared import flagged_pairs, language_pair
 from autoassist_fairseq.tools.bootstrap import bootstrap
-from autoassist_fairseq.tools.check_report import AUC_NOISE, VALID, _auc, noise_found_at
+from autoassist_fairseq.tools.check_report import AUC_NOISE, VALID, _auc, flag_rates, \
+    noise_found_at
 from research.add_noise import LABEL_OF_KIND
 from research.bench import doc_parser
 
@@ -66,12 +67,11 @@ def read_mix(prefix):
     return lines, lines, rows, bic
 
 
-def rates(labels, flag, kinds):
-    out = {k: float(flag[labels == k].mean()) for k in kinds if (labels == k).any()}
-    for group in (AUC_NOISE, VALID):
-        pick = np.isin(labels, group)
-        out["+".join(group)] = float(flag[pick].mean()) if pick.any() else float("nan")
-    return out
+def per_label_rates(labels, flags):
+    """Each score's flag rate per label and for A+L and V+F (check_report's
+    :func:`flag_rates`, without its cleaning and union rows: every pair here was trained)."""
+    rate = flag_rates(labels, np.zeros(len(labels), dtype=bool), flags, (AUC_NOISE, VALID))
+    return {n: rate[n] for n in flags}
 
 
 def main(argv=None):
@@ -121,7 +121,7 @@ def main(argv=None):
     names = sorted(set(labels.tolist()))
     out = {
         "auc": {n: _auc(labels, s) for n, s in ranked.items()},
-        "flag_rate": {n: rates(labels, f, names) for n, f in flags.items()},
+        "flag_rate": per_label_rates(labels, flags),
         "noise_found_at_valid_share": {n: {str(v): noise_found_at(labels, s, v) for v in SHARES}
                                        for n, s in ranked.items()},
         "loss_by_label": {k: {"first": float(np.median(inputs["first"][labels == k])),
