@@ -114,6 +114,11 @@ def test_filter_drops_the_pairs_the_dynamics_flag_and_writes_every_score(tiny_da
     assert "would keep" in capsys.readouterr().out and alone.exists()
     assert cli_main([str(data)]) == 1
     assert "give --out (the filtered corpus) or --scores-out" in capsys.readouterr().err
+    # a folder as --scores-out, or a path under a file: refused before any work
+    assert cli_main([str(data), "--scores-out", str(tmp_path)]) == 1
+    assert f"--scores-out {tmp_path} is a folder" in capsys.readouterr().err
+    assert cli_main([str(data), "--scores-out", str(scores_out / "x.tsv")]) == 1
+    assert f"{scores_out} is not a folder this user can write" in capsys.readouterr().err
 
 
 def test_visits_keep_each_pairs_first_and_latest_loss_and_merge_over_ranks():

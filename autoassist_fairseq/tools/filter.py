@@ -201,6 +201,20 @@ def check_out(out: Path) -> None:
                          f"folder for the filtered corpus, or remove {out} first if it may go")
 
 
+def check_scores_out(path: Path) -> None:
+    """Refuse a --scores-out that cannot be written as a file, before any work: a folder, or
+    a path under a file or in a folder this user cannot write."""
+    if path.is_dir():
+        raise ValueError(f"--scores-out {path} is a folder: give the path of the TSV to write, "
+                         f"e.g. {path / 'scores.tsv'}")
+    existing = path.resolve().parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise ValueError(f"--scores-out {path}: {existing} is not a folder this user can write; "
+                         "give a path elsewhere")
+
+
 def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
                    dynamics: Optional[Sequence[str]] = None, scores_out: Optional[str] = None,
                    dynamics_checkpoint: Optional[str] = None):
@@ -225,6 +239,8 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
                          "training pairs in [0, 1), e.g. 0.2")
     if out is not None:
         check_out(out)
+    if scores_out:
+        check_scores_out(Path(scores_out))
     src, tgt = language_pair(data)
     # a file built with --pair-checks none: FeatureStore.suspect_pairs refuses it
     flags, per_check, score, settings = check_evidence(data, src, tgt)
