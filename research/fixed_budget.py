@@ -26,7 +26,18 @@ Arms (ARM@SHARE trains round(SHARE x B) updates, ``--max-update``):
 * ``plain-inverse-sqrt``: the config's own schedule over B (the earlier tables' baseline);
 * ``plain-checked``: ``plain`` on the corpus without the pairs its pair checks flag
   (``autoassist-filter``, written once to WORK/CORPUS/filtered-data), what a user gets who
-  filters with the checks instead of training AutoAssist.
+  filters with the checks instead of training AutoAssist;
+* ``plain-opusfilter``: ``plain`` on the corpus without the pairs that any of OpusFilter's
+  common heuristic filters rejects (the set of ``autoassist-check-report``'s ``opusfilter``
+  block, on DATA/raw's text; written once to WORK/CORPUS/opusfilter-data);
+* ``two-stage``: train briefly, filter by the training dynamics, train on: ``plain`` on the
+  whole corpus for ``--two-stage-passes`` K passes (stage1/), every pair's loss at its
+  checkpoints 1 and K (``autoassist-diagnose --losses-out``), the corpus without the pairs
+  that the checks or the dynamics between them flag (``autoassist-filter --dynamics``), then
+  the same run continued on it (``--continue-once`` checkpoint K) to the arm's --max-update.
+  The two scoring forward passes over the corpus count as 2/3 of a pass of updates (a
+  forward is about a third of a training step's work), taken off its --max-update; its Boss
+  tokens count them as 2/3 of a pass's tokens.
 
 Every Assistant arm runs in deterministic mode (``--assistant-sync``; ``--async`` leaves
 it off). B: ``--budget-epochs N`` is N epochs of fairseq's batches of the train set
@@ -53,8 +64,9 @@ from research.fixed_budget_report import run_name
 from research.bench import REPO, USER_DIR, BenchmarkError, doc_parser
 from research.bench.budgets import baseline_batches, baseline_tokens_at, budget_updates
 from research.bench.cli import parse_arm
-from research.bench.flags import build_run_args, data_langs, drop_flags, find_config, get_flag, \
-    read_args_file
+from research.bench.filtered_data import checked_data, opusfilter_data
+from research.bench.flags import KEEP_EPOCH_FLAGS, build_run_args, data_langs, drop_flags, \
+    find_config, get_flag, read_args_file
 from research.bench.logs import build_curve, parse_log, random_rates
 from research.bench.runs import other_cpu_share, run_bleu, run_training
 from research.run_reuse import reusable_run
@@ -62,7 +74,9 @@ from research.run_reuse import reusable_run
 DEFAULT_ARMS = "plain@1.0,default@0.7,plain@0.7,random@0.7,default@0.55,default@0.85," \
                "plain-inverse-sqrt@1.0"  # most informative first
 RULE_SHARES = (0.55, 0.7, 0.85)
-PLAIN_ARMS = ("plain", "plain-inverse-sqrt", "plain-checked")
+PLAIN_ARMS = ("plain", "plain-inverse-sqrt", "plain-checked", "plain-opusfilter", "two-stage")
+# a forward pass is about a third of a training step's work (forward + backward)
+FORWARD_SHARE = 1 / 3
 SYNC = ["--assistant-sync"]
 SCHEDULES = ("cosine", "linear", "rex")  # every one decays to 0 at the arm's --max-update
 # the config's schedule flags, replaced by the chosen schedule's
@@ -131,10 +145,12 @@ def arm_args(arm, share, seed, ctx, random_rate_text=None):
         return build_run_args(ctx["tokens"], "baseline", seed, save, budget, ctx["extra"], [],
                               ctx["langs"], keep_epochs=True)
     max_update = round(share * ctx["B"])
+    if arm == "two-stage":  # the scoring forward passes are paid out of the budget
+        max_update -= round(2 * FORWARD_SHARE * ctx["pass_updates"])
     budget = ["--max-update", str(max_update)]
     schedule = arm_schedule(arm, ctx)
     tokens = schedule_tokens(ctx["tokens"], schedule, max_update)
-    if arm in ("plain", "plain-checked"):
+    if arm in PLAIN_ARMS:
         # rex is the plugin's: plain fairseq finds it through --user-dir
         user_dir = ["--user-dir", str(USER_DIR)] if schedule == "rex" else []
         return build_run_args(tokens, "baseline", seed, save, budget, user_dir + ctx["extra"],
@@ -154,12 +170,33 @@ def bleu_signature(ckpt_dir):
     return m.group(1) if m else None
 
 
-def run_entry(arm, share, seed, run_dir, ctx, counts, update_freq):
+def two_stage_tokens(counts, seed, stage1, epoch, updates):
+    """Boss tokens of a two-stage run at (*epoch*, *updates*) of its second stage: *stage1*
+    (its first stage's tokens, and the scoring passes' share) plus the batches trained on
+    the filtered corpus (*counts*) since the first stage's last update; --update-freq 1."""
+    import numpy as np
+    from fairseq.data import data_utils
+
+    first_epoch, first_updates, before = stage1
+    done = (epoch - first_epoch) * len(counts)
+    n = min(len(counts), max(0, updates - first_updates - done))
+    order = list(range(len(counts)))
+    with data_utils.numpy_seed(seed + epoch):
+        np.random.shuffle(order)
+    partial = counts[order[:n]].sum(axis=0) if n else np.zeros(2)
+    total = before + counts.sum(axis=0) * (epoch - first_epoch) + partial
+    return int(total[0]), int(total[1])
+
+
+def run_entry(arm, share, seed, run_dir, ctx, counts, update_freq, stage1=None):
     """The summary.json entry of a finished run (plus its curve and arguments); *counts*:
-    fairseq's batches of the data the run trained on."""
+    fairseq's batches of the data the run trained on; *stage1*: a two-stage run's first
+    stage (:func:`two_stage`)."""
     text = (run_dir / "train.log").read_text()
     records = parse_log(text)
-    if arm in PLAIN_ARMS:
+    if stage1 is not None:
+        curve = build_curve(records, lambda e, u, _: two_stage_tokens(counts, seed, stage1, e, u))
+    elif arm in PLAIN_ARMS:
         curve = build_curve(records, lambda e, u, _: baseline_tokens_at(
             counts, update_freq, seed, e, u))
     else:
@@ -171,7 +208,9 @@ def run_entry(arm, share, seed, run_dir, ctx, counts, update_freq):
     bleu = None if ctx["skip_bleu"] else run_bleu(ctx["data"], run_dir / "checkpoints",
                                                   checkpoint="checkpoint_last.pt")
     return {"corpus": ctx["corpus"], "seed": seed, "arm": arm,
-            "budget_share": round(end["updates"] / ctx["B"], 4),
+            # a two-stage run's scoring passes, in updates, count in its share
+            "budget_share": round((end["updates"] + (0 if stage1 is None else round(
+                2 * FORWARD_SHARE * ctx["pass_updates"]))) / ctx["B"], 4),
             "valid_loss": end["valid_loss"],
             "valid_reducible_loss": round(end["valid_loss"] - ctx["floor_bits"], 4),
             "bleu": bleu, "boss_tokens": end["boss_tokens"], "updates": end["updates"],
@@ -199,20 +238,47 @@ def check_sync_available():
                              "mode): update it, or pass --async to run without it")
 
 
-def filtered_data(ctx):
-    """WORK/CORPUS/filtered-data: the corpus without the pairs its pair checks flag, written
-    by autoassist-filter's code on first use and reused after."""
-    from autoassist_fairseq.tools.filter import filter_flagged
+def two_stage(share, seed, ctx, args, full_batches):
+    """Run a two-stage arm's first stage and its filter (each skipped when done before);
+    return (the filtered corpus, the second stage's fairseq-train arguments, its first
+    stage for :func:`two_stage_tokens`)."""
+    import subprocess
 
-    out = ctx["work"] / "filtered-data"
-    if not (out / "done").exists():
-        try:
-            flags, _ = filter_flagged(ctx["data"], out, features=False)
-        except (FileNotFoundError, ValueError) as err:
-            raise BenchmarkError(f"plain-checked: {err}")
-        (out / "done").write_text(f"{int(flags.sum())} of {len(flags)} pairs flagged\n")
-    print(f"[plain-checked] {out}: {(out / 'done').read_text().strip()}, dropped", flush=True)
-    return out
+    import numpy as np
+
+    from research.bench.filtered_data import dynamics_data
+
+    name = arm_run_name("two-stage", share, seed, ctx)
+    run_dir, k = ctx["work"] / name, ctx["two_stage_passes"]
+    stage1_ckpt = run_dir / "stage1" / "checkpoints"
+    if k * ctx["pass_updates"] >= int(get_flag(args, "--max-update")):
+        raise BenchmarkError(f"two-stage@{share}: its {get_flag(args, '--max-update')} updates "
+                             f"end within the first stage's {k} passes: give a larger share "
+                             "or fewer --two-stage-passes")
+    first = drop_flags(args, set(KEEP_EPOCH_FLAGS) | {"--save-dir"})
+    first += ["--save-dir", str(stage1_ckpt), "--max-epoch", str(k)]
+    run_training(f"{name}/stage1", ctx["data"], first, ctx["work"])
+    losses = []
+    for p in (1, k):
+        out = run_dir / "losses" / f"losses.checkpoint{p}.npz"
+        if not out.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            print(f"[{name}] the losses of every pair at checkpoint {p}", flush=True)
+            with open(run_dir / "diagnose.log", "a") as log:
+                rc = subprocess.call(
+                    [sys.executable, "-c", "from autoassist_fairseq.diagnose import cli_main; "
+                     "cli_main()", "--data", str(ctx["data"]), "--checkpoint",
+                     str(stage1_ckpt / f"checkpoint{p}.pt"), "--losses-out", str(out)],
+                    stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+            if rc:
+                raise BenchmarkError(f"two-stage: autoassist-diagnose failed; see "
+                                     f"{run_dir / 'diagnose.log'}")
+        losses.append(out)
+    data = dynamics_data(ctx["data"], run_dir / "filtered-data", *losses)
+    counts = full_batches[0]
+    before = counts.sum(axis=0) * (k + 2 * FORWARD_SHARE)
+    stage1 = (k + 1, k * len(counts), np.round(before))
+    return data, args + ["--continue-once", str(stage1_ckpt / f"checkpoint{k}.pt")], stage1
 
 
 def run_seed(seed, plan, ctx):
@@ -232,7 +298,15 @@ def run_seed(seed, plan, ctx):
             text = source.read_text()
             rates = random_rates(parse_log(text), text)
         args = arm_args(arm, share, seed, ctx, rates)
-        data = filtered_data(ctx) if arm == "plain-checked" else ctx["data"]
+        stage1 = None
+        if arm == "plain-checked":
+            data = checked_data(ctx["data"], ctx["work"] / "filtered-data")
+        elif arm == "plain-opusfilter":
+            data = opusfilter_data(ctx["data"], ctx["work"] / "opusfilter-data")
+        elif arm == "two-stage":
+            data, args, stage1 = two_stage(share, seed, ctx, args, batches[ctx["data"]])
+        else:
+            data = ctx["data"]
         if data not in batches:
             batches[data] = baseline_batches(data, probe, seed)
         run_dir = ctx["work"] / arm_run_name(arm, share, seed, ctx)
@@ -245,7 +319,7 @@ def run_seed(seed, plan, ctx):
             print(f"[{run_dir.name}] reusing {run_dir}", flush=True)
         else:
             run_training(run_dir.name, data, args, ctx["work"])
-        entry, curve = run_entry(arm, share, seed, run_dir, ctx, *batches[data])
+        entry, curve = run_entry(arm, share, seed, run_dir, ctx, *batches[data], stage1=stage1)
         report.record_run(ctx["results"], arm_run_name(arm, share, seed, ctx), entry, args,
                           curve)
         print(f"[{run_dir.name}] valid loss {entry['valid_loss']} (reducible "
@@ -273,6 +347,8 @@ def parse_cli(argv):
     p.add_argument("--rule", action="append", type=parse_arm, default=[], metavar='NAME="ARGS"',
                    help="an Assistant arm with these flags, at shares "
                         f"{', '.join(map(str, RULE_SHARES))} unless --arms lists it")
+    p.add_argument("--two-stage-passes", type=int, default=4,
+                   help="the two-stage arm's first stage in passes over the corpus (default: 4)")
     p.add_argument("--inverse-sqrt-run", type=Path,
                    help="a finished run of the same plain-inverse-sqrt command to reuse")
     p.add_argument("--async", dest="sync", action="store_false",
@@ -308,6 +384,7 @@ def main(argv=None):
            "sync": a.sync, "schedule": a.schedule, "assistant_extra": shlex.split(a.assistant_args),
            "skip_bleu": a.skip_bleu, "seeds": a.seed,
            "budget_epochs": a.budget_epochs, "results": a.results.resolve(),
+           "two_stage_passes": a.two_stage_passes,
            "inverse_sqrt_run": a.inverse_sqrt_run and a.inverse_sqrt_run.resolve()}
     ctx["langs"] = data_langs(ctx["data"], tokens, extra)
     if a.sync and any(arm not in PLAIN_ARMS for arm, _ in plan):
@@ -317,6 +394,7 @@ def main(argv=None):
     counts, update_freq = baseline_batches(ctx["data"], probe, a.seed[0])
     ctx["B"] = (budget_updates(counts, update_freq, probe) if a.budget_epochs
                 else a.budget_updates)
+    ctx["pass_updates"] = len(counts)
     ctx["floor_bits"] = floor_bits(ctx["data"], tokens + extra, ctx["langs"])
     print(f"B = {ctx['B']} updates ({len(counts)} batches per epoch); label-smoothing floor "
           f"{ctx['floor_bits']:.4f} bits; arms: "
