@@ -30,6 +30,9 @@ then scores every check on the labelled pairs:
   move on another labelled sample of the same size drawn the same way (:mod:`.bootstrap`
   over the labelled pairs, ``--bootstrap`` resamples), OpusFilter's heuristics' among
   them (``auc opusfilter union``, ...), each resample's figures on the same rows for all;
+- with ``--dynamics-passes K``, the Boss's training dynamics beside the checks: ``dynamics``
+  and ``union_dynamics`` under ``auc``, ``flag_rate`` and ``noise_found_at_valid_share``,
+  with their intervals (:mod:`.check_dynamics`);
 - ``pairs_per_cpu_second``: the ``pair_checks`` call, the preparation with it, and
   OpusFilter's heuristics (``cpu_seconds``: the preparation's and the checks').
 
@@ -532,10 +535,20 @@ def check_report(args) -> dict:
     if args.pairs_out:
         write_pairs(args.pairs_out, row, labels, dropped, flags, scores, union,
                     union_scores["union"], bicleaner, src_lines, tgt_lines, (args.src, args.tgt))
+    drawn = np.flatnonzero(row >= 0)  # a new labelled sample; the clean pairs stay
     if args.bootstrap:
-        drawn = np.flatnonzero(row >= 0)  # a new labelled sample; the clean pairs stay
         out["intervals"] = report_intervals(labels, drawn, union, union_scores["union"],
                                             bicleaner, heuristics, args.bootstrap, args.seed)
+    if args.dynamics_passes:
+        from .check_dynamics import add_dynamics, dynamics_columns, train_dynamics
+
+        with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
+            score, dyn_flags = train_dynamics(workdir, args.src, args.tgt, src_pieces,
+                                              tgt_pieces, args.dynamics_passes)
+        columns = dynamics_columns(kept, n, dropped, union, union_scores["union"], score,
+                                   dyn_flags)
+        add_dynamics(out, labels, dropped, columns, args.dynamics_passes, drawn,
+                     args.bootstrap, args.seed)
     out.update({
         "labelled": args.labelled, "clean_corpus": list(args.clean),
         "share": args.share, "pairs": {"labelled": int(np.count_nonzero(row >= 0)),
@@ -593,6 +606,11 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-opusfilter", action="store_true",
                         help="leave out the 'opusfilter' block: OpusFilter's heuristic filters "
                              "on the same pairs (run where opusfilter is installed)")
+    parser.add_argument("--dynamics-passes", type=int, default=0, metavar="K",
+                        help="also train the small Boss (CPU) with the plugin K passes over the "
+                             "kept pairs and report the training dynamics between passes 1 "
+                             "and K ('dynamics', and 'union_dynamics' with the checks; "
+                             "K >= 2; default: 0, none)")
     add_settings_arguments(parser)
     return parser
 
@@ -608,6 +626,10 @@ def cli_main(argv=None) -> int:
         logger.error(f"--bootstrap needs 0 (no intervals) or at least 2 resamples (got "
                      f"{args.bootstrap})")
         return 2
+    if args.dynamics_passes and args.dynamics_passes < 2:
+        logger.error(f"--dynamics-passes {args.dynamics_passes}: the dynamics compare the "
+                     "losses of pass 1 with a later pass; give 2 or more (e.g. 4), or 0 for none")
+        return 2
     if args.bpe_size < 1:
         logger.error(f"--bpe-size must be at least 1 sentencepiece piece (got {args.bpe_size}; "
                      "prepare-corpus.sh's default: 8000)")
@@ -619,7 +641,7 @@ def cli_main(argv=None) -> int:
         return 2
     try:
         out = check_report(args)
-    except (FileNotFoundError, ValueError) as err:
+    except (FileNotFoundError, ValueError, RuntimeError) as err:
         logger.error(str(err))
         return 1
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
