@@ -41,6 +41,11 @@ def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(diag_run, tmp_path):
     assert 0 < d["oracle_skipped_share_reducible_loss_at_35pct_tokens"] < 0.35
     quintiles = [q["loss_mean"] for q in d["by_accept_quintile"]]
     assert quintiles[0] < quintiles[-1]  # least accepted: lowest loss
+    # --losses-out holds the Assistant's P(accept) of every pair: the figures' skips
+    saved = np.load(losses)
+    accept = saved["accept"]
+    assert len(accept) == 2000 and 1 - 0.9 - 1e-6 <= accept.min() <= accept.max() <= 1
+    assert 1 - accept.mean() == pytest.approx(d["skipped_share_pairs"])
 
     # the saved losses replay offline (the paper's rule unless set): it learns to skip
     # low-loss pairs, lambda_max=0 skips nothing

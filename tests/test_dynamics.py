@@ -92,6 +92,9 @@ def test_filter_drops_the_pairs_the_dynamics_flag_and_writes_every_score(tiny_da
     stuck = np.flatnonzero(~checks)[:5]  # pairs the checks let through
     last[stuck] = first[stuck]
     a, b = _losses(tmp_path / "a.npz", first, ntok), _losses(tmp_path / "b.npz", last, ntok)
+    # the late checkpoint's Assistant's P(accept), as autoassist-diagnose --losses-out saves it
+    accept = np.random.default_rng(0).uniform(0.1, 1.0, size=n)
+    np.savez(b, **dict(np.load(b)), accept=accept)
     (data / "train.kept-lines").write_text("".join(f"{i + 1}\n" for i in range(n)))
     scores_out, out = tmp_path / "scores.tsv", tmp_path / "filtered"
     assert cli_main([str(data), "--out", str(out), "--dynamics", a, b,
@@ -105,6 +108,7 @@ def test_filter_drops_the_pairs_the_dynamics_flag_and_writes_every_score(tiny_da
     assert np.array_equal(np.array([int(r["checks_flag"]) for r in rows], dtype=bool), checks)
     assert np.array_equal(dropped, checks | dyn)
     assert float(rows[stuck[0]]["loss_last"]) == pytest.approx(last[stuck[0]], rel=1e-4)
+    assert [float(r["p_accept"]) for r in rows] == pytest.approx(accept, rel=1e-4)
     kept = indexed_dataset.make_dataset(str(out / "train.src-tgt.src"), impl="mmap")
     assert len(kept) == n - dropped.sum()
     assert "flagged by the pair checks and the training dynamics" in capsys.readouterr().out

@@ -173,7 +173,8 @@ def pair_dynamics(first_path: str, last_path: str, num_pairs: int):
 
     Returns:
         (scores, flags, inputs): the dict of :func:`dynamics_scores`, the flags of
-        :func:`dynamics_flags` and the inputs ``first``, ``last``, ``ntok``.
+        :func:`dynamics_flags` and the inputs ``first``, ``last``, ``ntok`` (and
+        ``p_accept``, the late checkpoint's Assistant's, where it has one).
 
     Raises:
         ValueError: a file is unreadable, or the two hold other pairs than the corpus's
@@ -187,5 +188,18 @@ def pair_dynamics(first_path: str, last_path: str, num_pairs: int):
                              f"{num_pairs}: diagnose every pair of this corpus (no "
                              "--sample-pairs) with autoassist-diagnose --losses-out")
     scores = dynamics_scores(first, last, ntok)
-    return scores, dynamics_flags(scores["dynamics"]), {"first": first, "last": last,
-                                                        "ntok": ntok}
+    inputs = {"first": first, "last": last, "ntok": ntok}
+    accept = read_accept(last_path)
+    if accept is not None:
+        inputs["p_accept"] = accept
+    return scores, dynamics_flags(scores["dynamics"]), inputs
+
+
+def read_accept(path: str):
+    """The Assistant's P(accept) of each pair in a ``--losses-out`` file, in id order (None
+    where the checkpoint held no Assistant)."""
+    saved = np.load(path)
+    if "accept" not in saved.files:
+        return None
+    ids = saved["ids"] if "ids" in saved.files else np.arange(len(saved["accept"]))
+    return saved["accept"][np.argsort(ids, kind="stable")]

@@ -261,7 +261,8 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
         max_density (float, optional): the density figures' reference line, reported as
             ``max_density`` (information: the verdict does not use it; default: 0.5).
         losses_out (str, optional): save each pair's loss, target tokens and the loss
-            floor (.npz).
+            floor (.npz), and with an Assistant in the checkpoint its P(accept) of each
+            pair (``accept``).
         sample_pairs (int, optional): score only this many pairs drawn at random (seed 0)
             instead of every pair (default: None, every pair).
         pair_report (optional): an object with ``check(data, subset, num_pairs)``, called
@@ -324,9 +325,6 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
     floor = loss_floor(criterion, task.target_dictionary)
     losses, ntok = boss_losses(models, task, criterion, dataset, max_tokens,
                                None if len(ids) == len(dataset) else ids)
-    if losses_out:
-        os.makedirs(os.path.dirname(os.path.abspath(losses_out)), exist_ok=True)
-        np.savez(losses_out, losses=losses, ntok=ntok, floor=floor, ids=ids)
     reducible = reducible_losses(losses, floor)
     boss_tokens = (dataset.src_sizes[ids] + dataset.tgt_sizes[ids]).astype(np.float64)
     oracle = oracle_figures(losses, ntok, floor, reference_share)
@@ -370,6 +368,11 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
             "skip_density_assistant": d_assistant,
             "skip_density_assistant_raw_loss": density(shares["skipped_share_raw_loss"],
                                                        shares["skipped_share_tokens"])})
+    if losses_out:
+        os.makedirs(os.path.dirname(os.path.abspath(losses_out)), exist_ok=True)
+        # with an Assistant: its P(accept) of each pair at the checkpoint
+        np.savez(losses_out, losses=losses, ntok=ntok, floor=floor, ids=ids,
+                 **({"accept": 1 - skip} if has_assistant else {}))
     code, why, command = verdict(noise["noise_share_checks"], noise["noise_share_dynamics"],
                                  noise["noise_share"], data=data, dynamics=dynamics)
     result.update({**noise, "verdict": code, "verdict_reason": why, "verdict_command": command})

@@ -9,7 +9,9 @@ One row per binarised training pair, in order:
   ``checks_flag`` (1 where a check flags the pair, as training decides it);
 * with the losses of two checkpoints (``--dynamics FIRST LAST``): ``loss_first``,
   ``loss_last`` (mean token losses, nats), ``target_tokens``, ``loss_last_z``, ``stall_z``,
-  ``dynamics_score`` and ``dynamics_flag`` (:mod:`..diagnose.dynamics`);
+  ``dynamics_score`` and ``dynamics_flag`` (:mod:`..diagnose.dynamics`), and ``p_accept``,
+  the Assistant's P(accept) of the pair at the late checkpoint (where it holds an
+  Assistant: a checkpoint of ``--task autoassist_translation``);
 * ``dropped``: 1 where ``autoassist-filter`` with these options drops the pair.
 """
 
@@ -56,6 +58,9 @@ def write_pair_scores(path: str, per_check: Dict[str, tuple], union: np.ndarray,
                     inputs["ntok"].astype(int).astype(str)]
         columns += [[_number(x) for x in scores[k]] for k in ("loss_last", "stall", "dynamics")]
         columns += [dyn_flags.astype(int).astype(str)]
+        if "p_accept" in inputs:
+            header.append("p_accept")
+            columns.append([_number(x) for x in inputs["p_accept"]])
     header.append("dropped")
     columns.append(dropped.astype(int).astype(str))
     folder = os.path.dirname(os.path.abspath(path))
