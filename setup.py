@@ -4,7 +4,7 @@ from setuptools import find_packages, setup
 
 setup(
     name="autoassist-fairseq",
-    version="0.1.0",
+    version="0.2.0",
     description=(
         "A CPU Assistant that learns which sentence pairs the fairseq Boss model still "
         "learns from, and leaves the easy ones out of its batches"

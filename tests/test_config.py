@@ -1,6 +1,5 @@
 """The task's flags are checked in one place (``tasks/config.check_config``), in-process:
-each bad value names the flag and the fix; the old pair-check spellings still work, with a
-warning naming the new one."""
+each bad value names the flag and the fix."""
 
 import copy
 import logging
@@ -44,32 +43,32 @@ def test_bad_flags_are_refused_naming_the_flag(parsed, values, message):
     (("--assistant-pair-checks", "auto"), "auto", None),
     (("--assistant-pair-checks", "require"), "require", None),
     (("--assistant-pair-checks", "off"), "off", None),
-    # the old spellings, for one release
-    (("--assistant-pair-checks",), "require", "use --assistant-pair-checks require"),
-    (("--assistant-no-pair-checks",), "off", "use --assistant-pair-checks off"),
 ])
 def test_pair_checks_flag_spellings(flags, mode, warning, caplog):
     with caplog.at_level(logging.WARNING):
         assert check_config(task_config(*flags)).pair_checks == mode
-    deprecated = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
-    assert len(deprecated) == (0 if warning is None else 1), deprecated
-    if warning is not None:
-        assert warning in deprecated[0]
+    assert not [r for r in caplog.records if "pair-checks" in r.getMessage()]
+
+
+def test_the_bare_pair_checks_flag_of_the_development_versions_is_refused(capsys):
+    """0.2.0 dropped the bare --assistant-pair-checks (require) and
+    --assistant-no-pair-checks (off): argparse names the flag."""
+    with pytest.raises(SystemExit):
+        task_config("--assistant-pair-checks")
+    assert "--assistant-pair-checks: expected one argument" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        task_config("--assistant-no-pair-checks")
+    assert "unrecognized arguments: --assistant-no-pair-checks" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("values, message", [
-    (dict(pair_checks="on"), "--assistant-pair-checks on is not one of auto, require, off"),
-    (dict(pair_checks="require", no_pair_checks=True), "contradict each other"),
+    (dict(pair_checks="on"), "--assistant-pair-checks on is not one of auto, require, off: "
+                             "give one of them"),
+    (dict(pair_checks=True), "--assistant-pair-checks True is not one of"),
 ])
 def test_bad_pair_checks_flags_name_the_fix(parsed, values, message):
     with pytest.raises(ValueError, match=message):
         check_config(_with(parsed, **values))
-
-
-def test_a_config_file_with_the_old_boolean_still_loads(parsed):
-    """YAML configs wrote ``assistant_pair_checks: true`` (require) or ``false`` (default)."""
-    for old, mode in ((True, "require"), (False, "auto")):
-        assert check_config(_with(parsed, pair_checks=old)).pair_checks == mode
 
 
 def test_annealing_needs_a_run_with_an_end():
@@ -114,8 +113,7 @@ def test_a_trace_dir_that_is_a_file_is_refused_before_training(tmp_path):
 
 def test_docs_options_lists_every_assistant_flag_with_its_default():
     """docs/options.md's table of training flags is the task config's: every assistant_*
-    field is a row with the field's default, and no row names a flag the config lacks (the
-    deprecated --assistant-no-pair-checks is documented in --assistant-pair-checks' row)."""
+    field is a row with the field's default, and no row names a flag the config lacks."""
     import dataclasses
     import re
     from pathlib import Path
@@ -127,11 +125,9 @@ def test_docs_options_lists_every_assistant_flag_with_its_default():
     text = (Path(__file__).resolve().parents[1] / "docs" / "options.md").read_text()
     rows = {m.group(1).replace("-", "_"): m.group(2).strip().strip("`")
             for m in re.finditer(r"^\| `--(assistant-[a-z-]+)` \| ([^|]+) \|", text, re.M)}
-    deprecated = {"assistant_no_pair_checks"}
-    assert sorted(rows) == sorted(set(defaults) - deprecated), \
+    assert sorted(rows) == sorted(defaults), \
         "docs/options.md and the task config name different flags: document the new ones, " \
         "remove the stale ones"
-    assert all(f"`--{name.replace('_', '-')}`" in text for name in deprecated)
 
     def documented(name, default):
         doc = rows[name]

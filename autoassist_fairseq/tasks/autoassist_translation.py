@@ -25,7 +25,6 @@ from ..assistant import Assistant
 from ..data.batch_generator import BatchGenerator
 from .batch_iterator import AutoAssistEpochBatchIterator
 from ..data.run_points import RunPoints
-from ..data.schema import run_totals_from_task
 from ..features.store import FeatureStore
 from ..features.training import check_data_shards, open_train_features
 from ..losses import BatchTrace, check_criterion, train_step_with_losses
@@ -179,13 +178,6 @@ class AutoAssistTranslationTask(TranslationTask):
             if aa_metrics.reduce(logging_outputs, itr.run_totals,
                                  on_failure=itr.stop_on_failure):
                 itr.end_update()  # every rank, after the step: the states a save needs
-
-    def set_checkpoint_dict(self, state: dict) -> None:
-        """Only checkpoints of schema version 5 and older have a task dict: the run's totals,
-        which fairseq hands over after the train iterator's state (newer ones hold them there)."""
-        totals = run_totals_from_task(state)
-        if totals is not None and self.train_iterator is not None:
-            self.train_iterator.run_totals.update(totals)
 
 
 def check_resume_checkpoint(cfg) -> None:

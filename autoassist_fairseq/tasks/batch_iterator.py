@@ -449,7 +449,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         return {
             "version": 2, "epoch": epoch, "iterations_in_epoch": offset, "shuffle": self.shuffle,
             "autoassist": arrays_to_tensors({
-                "version": VERSION, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
+                "schema": VERSION, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
                 "num_batches": None if finished else self._num_batches, "ranks": ranks,
                 "totals": dict(self.run_totals), "batches_done": self.batches_done,
                 "data": self.data_id,
@@ -457,7 +457,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         }
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Check and migrate the saved state (``schema``) and restore the run's totals; the
+        """Check the saved state (``schema``) and restore the run's totals; the
         stream and the Assistant are restored when the next epoch starts. A state this
         version cannot resume from raises :class:`~.schema.CheckpointSchemaError` here,
         before any training."""
@@ -474,10 +474,10 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                             "run): starting a new Assistant and batch plan")
             saved = {"epoch": self.epoch, "offset": offset, "num_batches": None, "ranks": None}
         else:
-            saved = load_schema(tensors_to_arrays(state_dict["autoassist"]), self.generator)
+            saved = load_schema(tensors_to_arrays(state_dict["autoassist"]))
             self._check_same_data(saved)
             self._check_same_world_size(saved)
-        if saved.get("totals") is not None:  # else: none, or in the task's state (schema <= 5)
+        if saved.get("totals") is not None:  # else: a plain translation checkpoint
             self.run_totals.update({k: float(saved["totals"][k]) for k in RUN_TOTALS})
         self._resume = saved
         self._cur_epoch_itr = None

@@ -23,8 +23,6 @@ logger = logging.getLogger(__name__)
 
 _DEFAULTS = AssistantHParams()
 PAIR_CHECKS = ("auto", "require", "off")
-# the value of the bare --assistant-pair-checks (and of a config's old boolean `true`)
-DEPRECATED_BARE = "true"
 
 
 @dataclass
@@ -76,10 +74,7 @@ class AutoAssistTranslationConfig(TranslationConfig):
                           "wrong language (untranslated copies) or two unrelated sides "
                           "(misaligned) are accepted at the floor 1 - lambda_max, under any "
                           "rule but random. auto: used when the feature file has them (else a "
-                          "warning); require: stop if it has none; off: not used. Deprecated: "
-                          "the bare flag (require)", "argparse_const": DEPRECATED_BARE})
-    assistant_no_pair_checks: bool = field(
-        default=False, metadata={"help": "deprecated: --assistant-pair-checks off"})
+                          "warning); require: stop if it has none; off: not used"})
     assistant_window: int = field(
         default=4096, metadata={"help": "candidates (random pairs, batched by length inside) scored "
                                        "together"})
@@ -189,26 +184,11 @@ def _warn_unused(cfg, rule: str) -> None:
 
 
 def _pair_checks(cfg) -> str:
-    """``--assistant-pair-checks`` as one of :data:`PAIR_CHECKS`, from the old spellings too:
-    the bare flag (``true``; a config's ``false`` is the old default, auto) and
-    ``--assistant-no-pair-checks``."""
+    """``--assistant-pair-checks``, one of :data:`PAIR_CHECKS`."""
     value = str(cfg.assistant_pair_checks).lower()
-    old = {DEPRECATED_BARE: "require", "false": "auto"}
-    if value in old:
-        if value == DEPRECATED_BARE:
-            logger.warning("--assistant-pair-checks without a value is deprecated: use "
-                           "--assistant-pair-checks require")
-        value = old[value]
     if value not in PAIR_CHECKS:
         raise ValueError(f"--assistant-pair-checks {cfg.assistant_pair_checks} is not one of "
-                         f"{', '.join(PAIR_CHECKS)}")
-    if cfg.assistant_no_pair_checks:
-        if value == "require":
-            raise ValueError("--assistant-pair-checks require and --assistant-no-pair-checks "
-                             "contradict each other: drop one")
-        logger.warning("--assistant-no-pair-checks is deprecated: use "
-                       "--assistant-pair-checks off")
-        value = "off"
+                         f"{', '.join(PAIR_CHECKS)}: give one of them (auto: the default)")
     return value
 
 
