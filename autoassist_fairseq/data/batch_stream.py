@@ -231,7 +231,7 @@ class BatchStream:
             Batch(np.asarray(ids, np.int64), None if w is None else np.asarray(w, np.float32),
                   first + k)
             for k, (ids, w) in enumerate(zip(state.pending, weights)))
-        # a field left None was not saved (schema version 3 grew them one by one)
+        # a field left None was not recorded by the saving run
         if state.rate is not None:  # else: estimated afresh from the windows taken
             self.rate.recent = deque((float(a), float(t)) for a, t in state.rate)
         if state.untold is not None:  # else: the pending batches carry no counts
