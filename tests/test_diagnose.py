@@ -432,7 +432,7 @@ def test_checkpoint_position_counts_data_passes_not_fairseq_epochs():
     cfg = SimpleNamespace(max_tokens=100, batch_size=None, required_batch_size_multiple=1)
     history = [{"num_updates": 57}]
     # fairseq's epoch 5, but rank 0's stream is a quarter into its third pass
-    stream = {"generator": {"epoch": 3, "next_pair": 50}}
+    stream = {"generator": {"data_pass": 3, "next_pair": 50}}
     saved = {"world_size": 1, "ranks": [{"stream": stream}]}
     state = {"optimizer_history": history, "extra_state": {"train_iterator": {
         "epoch": 5, "iterations_in_epoch": 4, "autoassist": saved}}}

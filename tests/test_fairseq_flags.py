@@ -56,12 +56,12 @@ def test_an_epoch_counts_the_batches_of_the_pass_it_is_in():
     itr = _iterator()
     asked = []
     itr.generator.pass_batch_count = lambda data_pass: asked.append(data_pass) or 10
-    itr.epoch, itr.stream.gen_state = 3, {"epoch": 2}  # fairseq epoch 3 runs in pass 2
+    itr.epoch, itr.stream.gen_state = 3, {"data_pass": 2}  # fairseq epoch 3 runs in pass 2
     itr._agree_num_batches()
     assert asked == [2]
 
 
 def test_diagnose_reads_the_rate_of_the_pass_the_run_was_in():
-    saved = {"ranks": [{"stream": {"generator": {"epoch": 2}}}]}
+    saved = {"ranks": [{"stream": {"generator": {"data_pass": 2}}}]}
     assert data_pass(saved, {"epoch": 3}) == 2
     assert data_pass({"ranks": [{"stream": None}]}, {"epoch": 3}) == 3  # no stream saved

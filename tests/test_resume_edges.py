@@ -355,7 +355,7 @@ def test_another_seed_at_a_resume_applies_from_the_next_data_pass(caplog):
     resumed.shutdown(), saved_run.shutdown(), uninterrupted.shutdown()
     # the pass after it is drawn from the new seed; a second resume keeps each pass's seed
     gen = _seeded(9)  # this run's --seed 9, resuming a pass of --seed 5
-    gen.load_state_dict(dict(_seeded(5).state_dict(), epoch=1))
+    gen.load_state_dict(dict(_seeded(5).state_dict(), data_pass=1))
     assert gen.pass_seed(1) == 5 and gen.pass_seed(2) == 9 and gen.state_dict()["seed"] == 5
     new = _seeded(9)
     new.begin_pass(2)
@@ -382,7 +382,7 @@ def test_another_number_of_workers_at_a_resume_mid_pass_is_refused_between_passe
         resumed.load_state_dict(state)
     for entry in saved["ranks"]:  # between passes: nothing planned, carried or visited
         entry["stream"] = dict(entry["stream"], pending=[], generator=dict(
-            entry["stream"]["generator"], next_pair=0, next_window=0, epoch=2,
+            entry["stream"]["generator"], next_pair=0, next_window=0, data_pass=2,
             carried=torch.zeros(0, dtype=torch.int64),
             carried_weights=torch.zeros(0)))
     resumed.load_state_dict(state)

@@ -302,10 +302,9 @@ class BatchGenerator:
 
     # -- resume ----------------------------------------------------------------------
     def state_dict(self) -> dict:
-        """The layout is part of the checkpoint schema (``data/schema.py``), which checks
-        and migrates a saved state before it reaches :meth:`load_state_dict`; its key
-        ``"epoch"`` holds the data pass (the name checkpoints of every version use)."""
-        return {"epoch": self.data_pass, "next_window": self.cursor, "next_pair": self.position,
+        """The layout is part of the checkpoint schema (``data/schema.py``), which checks a
+        saved state before it reaches :meth:`load_state_dict`."""
+        return {"data_pass": self.data_pass, "next_window": self.cursor, "next_pair": self.position,
                 "window_size": self.window_size, "carried": self.carry.copy(),
                 "carried_weights": self.carry_weights.copy(), "accept_all": self.accept_all,
                 "generation": self.generation, "batches_made": self.batches_made,
@@ -313,9 +312,9 @@ class BatchGenerator:
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a state; a pass saved under another ``--seed`` goes on with the saved
-        one (a state without ``seed``, saved before it was recorded: with this run's)."""
-        data_pass = int(state["epoch"])
-        saved_seed = int(state.get("seed", self.seed))
+        one."""
+        data_pass = int(state["data_pass"])
+        saved_seed = int(state["seed"])
         self._resumed_seed = (data_pass, saved_seed) if saved_seed != self.seed else None
         self._pass_counts = {}  # counted with the seed of the pass they count
         self.begin_pass(data_pass)

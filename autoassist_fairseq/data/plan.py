@@ -39,4 +39,4 @@ class WindowPlan:
 
     @property
     def ends_pass(self) -> bool:
-        return self.state_after is not None and self.state_after["epoch"] != self.data_pass
+        return self.state_after is not None and self.state_after["data_pass"] != self.data_pass

@@ -11,7 +11,7 @@ resumed run needs to go on exactly where the saved one stood::
 ``totals`` are the run's counts over every rank (``RUN_TOTALS``, kept by the iterator);
 ``data`` is ``{"pairs", "fingerprint"}`` of the training data the state names pairs of; the
 generator state's ``seed`` is the ``--seed`` its data pass's order and draws came from, and
-its ``"epoch"`` is the data pass.
+its ``"data_pass"`` is the data pass (fairseq's ``"epoch"`` at the top counts its epochs).
 
 :func:`load` checks a saved entry in the Boss, when the checkpoint loads. Anything but this
 layout is refused with the reason, never replaced by a fresh Assistant: a state of a
@@ -29,7 +29,7 @@ TOP_KEYS = {"schema", "world_size", "epoch", "offset", "num_batches", "ranks", "
 RANK_KEYS = {"assistant", "stats", "stream"}
 STREAM_KEYS = {"generator", "pending", "weights", "rate", "untold", "untold_batches",
                "pass_counts"}
-GENERATOR_KEYS = {"epoch", "next_window", "next_pair", "window_size", "carried",
+GENERATOR_KEYS = {"data_pass", "next_window", "next_pair", "window_size", "carried",
                   "carried_weights", "accept_all", "generation", "batches_made", "seed"}
 _RESET = ("resume from another checkpoint, or relaunch with --reset-dataloader (a new "
           "Assistant and batch plan)")
@@ -83,7 +83,7 @@ def _check(saved: dict) -> None:
         if stream is not None:
             _keys(f"rank {r}'s stream", stream, STREAM_KEYS, required={"generator", "pending"})
             _keys(f"rank {r}'s generator state", stream["generator"], GENERATOR_KEYS,
-                  required=GENERATOR_KEYS - {"seed"})
+                  required=GENERATOR_KEYS)
 
 
 def _keys(what: str, obj, allowed: set, required: set) -> None:
@@ -100,9 +100,9 @@ def _keys(what: str, obj, allowed: set, required: set) -> None:
 
 def describe_seed_change(gen_state: Optional[dict], seed: int) -> Optional[str]:
     """A warning when a pass resumes under another ``--seed`` than it was drawn with."""
-    if gen_state is None or "seed" not in gen_state or int(gen_state["seed"]) == seed:
+    if gen_state is None or int(gen_state["seed"]) == seed:
         return None
-    saved, data_pass = int(gen_state["seed"]), int(gen_state["epoch"])
+    saved, data_pass = int(gen_state["seed"]), int(gen_state["data_pass"])
     return (f"--seed changed from {saved} to {seed} at a resume in the middle of data pass "
             f"{data_pass}: the pass goes on in its saved order and acceptance draws (of seed "
             f"{saved}) from its pair {int(gen_state['next_pair'])}, so that each of its pairs "
@@ -117,6 +117,6 @@ def describe_window_change(gen_state: Optional[dict], window_size: int) -> Optio
     if gen_state is None or int(gen_state["window_size"]) == window_size:
         return None
     return (f"--assistant-window changed from {int(gen_state['window_size'])} to "
-            f"{window_size} in the middle of data pass {gen_state['epoch']}: the pass goes on "
+            f"{window_size} in the middle of data pass {gen_state['data_pass']}: the pass goes on "
             f"in the same order from its pair {int(gen_state['next_pair'])}, in windows of "
             f"the new size")

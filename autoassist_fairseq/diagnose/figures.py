@@ -22,8 +22,8 @@ def data_pass(saved: dict, iterator_state: dict) -> int:
     """The data pass rank 0's stream was in at the save (the random rule's rate is per
     pass); fairseq's epoch, a batch count that may span two passes, only without a stream."""
     stream = (saved["ranks"][0] or {}).get("stream")
-    if stream is not None and int(stream["generator"]["epoch"]) >= 1:
-        return int(stream["generator"]["epoch"])
+    if stream is not None and int(stream["generator"]["data_pass"]) >= 1:
+        return int(stream["generator"]["data_pass"])
     return int(iterator_state.get("epoch", 1))
 
 

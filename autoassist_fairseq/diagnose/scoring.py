@@ -215,11 +215,11 @@ def checkpoint_position(state, dataset, cfg):
     saved = itr.get("autoassist") or {}
     rank0 = (saved.get("ranks") or [None])[0] or {}
     generator = (rank0.get("stream") or {}).get("generator")
-    if generator is not None and int(generator["epoch"]) >= 1:
+    if generator is not None and int(generator["data_pass"]) >= 1:
         shard = -(-len(dataset) // int(saved.get("world_size", 1)))  # indices[rank::world]
         drawn = min(int(generator["next_pair"]) / shard, 1.0)
         return {"num_updates": history[-1].get("num_updates"),
-                "passes": int(generator["epoch"]) - 1 + drawn}
+                "passes": int(generator["data_pass"]) - 1 + drawn}
     offset = int(itr.get("iterations_in_epoch") or 0)
     passes = float(itr.get("epoch", 1)) - 1
     if offset:

@@ -205,7 +205,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         if own is not None and own.get("stream") is not None:
             self.stream.restore(StreamState(**own["stream"]))
             self._saved_accept_all = bool(self.stream.gen_state.get("accept_all"))
-            logger.info(f"resuming the batch stream at pass {self.stream.gen_state['epoch']}, "
+            logger.info(f"resuming the batch stream at pass {self.stream.gen_state['data_pass']}, "
                         f"window {self.stream.gen_state['next_window']}, with "
                         f"{len(self.stream.pending)} batches planned")
             changed = describe_window_change(self.stream.gen_state, self.generator.window_size)
@@ -308,7 +308,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def _data_pass(self) -> int:
         """The data pass the stream is in (an epoch may span two; a fresh run: 1)."""
         state = self.stream.gen_state
-        return int(state["epoch"]) if state is not None and state["epoch"] >= 1 else self.epoch
+        return int(state["data_pass"]) if state is not None and state["data_pass"] >= 1 else self.epoch
 
     def stop_on_failure(self) -> None:
         self.client.stop_on_failure()
@@ -492,7 +492,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         ranks = saved.get("ranks") or []
         if not ranks or len(ranks) == self.num_shards:
             return
-        passes = sorted({int(e["stream"]["generator"]["epoch"]) for e in ranks
+        passes = sorted({int(e["stream"]["generator"]["data_pass"]) for e in ranks
                          if e is not None and e.get("stream") is not None
                          and _mid_pass(e["stream"])})
         if not passes:

@@ -134,7 +134,7 @@ class AssistantProcess:
                 accept_all_from=None) -> None:
         """Make windows from *gen_state* on (the Boss drops those made before), accepting
         every pair from the window whose first batch is numbered *accept_all_from* on."""
-        self.send(RestartStream(int(gen_state["epoch"]), gen_state, accept_all,
+        self.send(RestartStream(int(gen_state["data_pass"]), gen_state, accept_all,
                                 accept_all_from))
 
     def load(self, state: dict) -> None:
