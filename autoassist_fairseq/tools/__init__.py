@@ -7,8 +7,12 @@ labelled pairs to measure them:
     opuscleaner/           an OpusCleaner filter definition calling ``autoassist-score-pairs``
     check_report.py        the ``autoassist-check-report`` command: the checks scored on
                            labelled pairs mixed into a clean corpus
+    labelled_pairs.py      the report's labelled file, the clean corpus, and their mix
+    mix_preparation.py     the mix prepared and counted as a training set is
+    check_figures.py       the report's figures (AUCs, flag rates, intervals)
     bootstrap.py           the report's intervals (resampling the labelled pairs)
     opusfilter_heuristics.py  OpusFilter's heuristic filters beside the checks in the report
+    opusfilter_figures.py  the report's ``opusfilter`` block: those filters' figures
 
 Nothing here is imported by ``--user-dir autoassist_fairseq``.
 """
