@@ -6,17 +6,18 @@
 batches are collated as fairseq's own iterator does (``data.collate``).
 
 Each epoch is a fixed number of batches taken from this rank's stream (``data.batch_stream``),
-equal on every rank, so distributed collectives never hang. Every collective here runs on
-the training thread at a point every rank reaches in the same order: the start of an
-epoch, the end of an update after which fairseq may save (the task's ``reduce_metrics``),
-and the start of validation.
+equal on every rank, so distributed collectives never hang. Every collective this iterator
+starts runs on the training thread at a point every rank reaches in the same order: the
+start of an epoch (the batch count), the end of an update after which fairseq may save (the
+task's ``reduce_metrics``) and the start of validation (the ranks' states,
+:mod:`.rank_states`).
 
 What a resume restores, refuses and says is in :mod:`.resume`; the counts each step's log
 carries, in :mod:`.step_logs`.
 """
 
 import logging
-from typing import Callable, List, Optional
+from typing import Callable, Optional, Tuple
 
 from fairseq.data.iterators import CountingIterator, EpochBatchIterating
 
@@ -29,6 +30,7 @@ from ..data.schema import VERSION
 from ..losses import BossLosses
 from ..metrics import RUN_TOTALS
 from ..transport.client import AssistantClient
+from .rank_states import RankStates
 from .resume import log_restored_stream, own_entry, read_saved, shard_independent, \
     warn_plan_accepts_all
 from .step_logs import StepLogs
@@ -102,9 +104,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self._carry = carry
         self.data_shard_per_epoch = data_shard_per_epoch
         self.run_totals = carry["run_totals"] if carry else dict.fromkeys(RUN_TOTALS, 0.0)
-        self.rank_states: List[Optional[dict]] = [None] * num_shards
-        self._synced_at = None  # (epoch, consumed) of the rank states gathered last
-        self._gather_due = False  # the update under way may be followed by a save
+        self.rank_states = RankStates(num_shards, shard_id, self.all_gather)
         self.step_logs = StepLogs()
         self._batches_before = 0  # batches trained before the current epoch iterator's start
 
@@ -249,12 +249,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         0 writes next resumes every rank exactly. Every rank calls this at the same point.
         A second call at the same consumed count (validation after the step that gathered)
         gathers nothing new: no step ran between, on any rank."""
-        self._gather_due = False
-        if self.num_shards == 1 or self._cur_epoch_itr is None \
-                or self._synced_at == (self.epoch, self.iterations_in_epoch):
-            return
-        self.rank_states = self.all_gather(self._rank_state())
-        self._synced_at = (self.epoch, self.iterations_in_epoch)
+        self.rank_states.gather(self._position(), self._rank_state)
 
     def end_update(self) -> None:
         """Called on every rank once an update's logs are reduced (the task's
@@ -265,7 +260,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         update fairseq skips (an ``--fp16`` overflow) no reduce follows: a save without
         validation then warns that the other ranks' states are older."""
         self.step_logs.update_reduced()
-        if self._gather_due:
+        if self.rank_states.due:
             self.sync_checkpoint_state()
 
     def log_step(self, stats: dict) -> dict:
@@ -274,6 +269,10 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         fairseq never reduced (it skips the reduce after an ``--fp16`` overflow), so that
         ``aa_boss_tok`` and the other run totals lose none of them."""
         return self.step_logs.step(stats)
+
+    def _position(self) -> Optional[Tuple[int, int]]:
+        """(epoch, batches consumed in it) while an epoch is under way, else None."""
+        return (self.epoch, self.iterations_in_epoch) if self._cur_epoch_itr is not None else None
 
     def _rank_state(self) -> dict:
         # the losses of every batch trained so far reach the Assistant before its state is
@@ -317,7 +316,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.step_logs.update_begins()
         self.flush_losses()
         if self.points.saves_after(update_num) or self.end_of_epoch():
-            self._gather_due = True
+            self.rank_states.due = True
 
     def hold_losses(self, meta: dict, losses) -> bool:
         """A trained batch's per-sentence losses (a tensor, maybe on the device): handed to
@@ -353,12 +352,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         finished = self._cur_epoch_itr is None or self.end_of_epoch()
         epoch = self.epoch + 1 if finished and self._cur_epoch_itr is not None else self.epoch
         offset = 0 if finished else self.iterations_in_epoch
-        ranks = list(self.rank_states)
-        if self.num_shards > 1 and self._synced_at != (self.epoch, self.iterations_in_epoch):
-            logger.warning("this checkpoint holds the other workers' batch plans as of "
-                           f"{self._synced_at}, not of now: their resume may repeat or skip "
-                           "some pairs of this epoch")
-        ranks[self.shard_id] = self._rank_state() if self._cur_epoch_itr is not None else None
+        ranks = self.rank_states.for_checkpoint(
+            (self.epoch, self.iterations_in_epoch),
+            lambda: self._rank_state() if self._cur_epoch_itr is not None else None)
         return {
             "version": 2, "epoch": epoch, "iterations_in_epoch": offset, "shuffle": self.shuffle,
             "autoassist": arrays_to_tensors({
