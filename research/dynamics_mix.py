@@ -6,7 +6,7 @@ training set, for training a Boss on it and reading its losses per label.
         --src en --tgt de --share 0.1 --seed 0 --out WORK/mix/train
 
 Writes OUT.SRC, OUT.TGT (the mixed pairs, in the order of
-:func:`autoassist_fairseq.tools.check_report.mix`, the same sample and order as the
+:func:`autoassist_fairseq.tools.labelled_pairs.mix`, the same sample and order as the
 report with the same seed and share), OUT.labels (the label of each line: V, F, A, L, T,
 MT, E, or ``clean``), OUT.rows (its row in the labelled file, -1 for a clean pair) and
 OUT.bicleaner (Bicleaner's score, empty for clean pairs). ``scripts/prepare-corpus.sh``
@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from autoassist_fairseq.tools.check_report import mix, read_clean, read_labelled
+from autoassist_fairseq.tools.labelled_pairs import mix, read_clean, read_labelled
 from research.bench import doc_parser
 
 

@@ -38,8 +38,8 @@ import numpy as np
 from autoassist_fairseq.diagnose.dynamics import BAR, BINS, pair_dynamics, visits_dynamics
 from autoassist_fairseq.features.prepared import flagged_pairs, language_pair
 from autoassist_fairseq.tools.bootstrap import bootstrap
-from autoassist_fairseq.tools.check_report import AUC_NOISE, VALID, _auc, flag_rates, \
-    noise_found_at
+from autoassist_fairseq.tools.check_figures import flag_rates, noise_auc, noise_found_at
+from autoassist_fairseq.tools.labelled_pairs import AUC_NOISE, VALID
 from research.add_noise import LABEL_OF_KIND
 from research.bench import doc_parser
 
@@ -120,7 +120,7 @@ def main(argv=None):
         ranked["bicleaner"] = -bic
     names = sorted(set(labels.tolist()))
     out = {
-        "auc": {n: _auc(labels, s) for n, s in ranked.items()},
+        "auc": {n: noise_auc(labels, s) for n, s in ranked.items()},
         "flag_rate": per_label_rates(labels, flags),
         "noise_found_at_valid_share": {n: {str(v): noise_found_at(labels, s, v) for v in SHARES}
                                        for n, s in ranked.items()},
@@ -137,14 +137,14 @@ def main(argv=None):
                                         noise_kinds + ["clean"]} for n, f in flags.items()}
         against_clean = {k: np.where(kinds == k, "A", np.where(kinds == "clean", "V", "-"))
                          for k in noise_kinds}
-        out["auc_by_kind"] = {n: {k: _auc(against_clean[k], s) for k in noise_kinds}
+        out["auc_by_kind"] = {n: {k: noise_auc(against_clean[k], s) for k in noise_kinds}
                               for n, s in ranked.items()}
     if a.bootstrap:
         drawn = np.flatnonzero(rows >= 0)
 
         def figures(index):
             pick = drawn[index]
-            fig = {f"auc {n}": _auc(labels[pick], s[pick]) for n, s in ranked.items()}
+            fig = {f"auc {n}": noise_auc(labels[pick], s[pick]) for n, s in ranked.items()}
             for n, f in flags.items():
                 for group in (AUC_NOISE, VALID):
                     g = np.isin(labels[pick], group)

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from autoassist_fairseq.tools.check_report import read_clean
+from autoassist_fairseq.tools.labelled_pairs import read_clean
 from autoassist_fairseq.features.langid_check import langid_scores
 from autoassist_fairseq.features.pair_checks import flagged
 from autoassist_fairseq.features.store import FeatureStore

@@ -76,11 +76,13 @@ from sklearn.naive_bayes import MultinomialNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler, normalize
 
-from autoassist_fairseq.tools import check_report as cr
 from autoassist_fairseq.features import lexical
 from autoassist_fairseq.features.pair_checks import (check_scores, digit_scores, flagged,
                                                      pair_checks)
 from autoassist_fairseq.features.scripts import script_scores
+from autoassist_fairseq.features.tfidf import count_matrix
+from autoassist_fairseq.tools import labelled_pairs, mix_preparation
+from autoassist_fairseq.tools.check_figures import noise_auc
 from research.bench import doc_parser
 
 GROUPS = {"language": [0, 1, 2, 3], "lsi": [4], "digits": [5, 6, 7, 8], "length": [9, 10, 11],
@@ -238,11 +240,13 @@ def rates(labels, flags):
 def read_mix(data, seed):
     """The labelled pairs mixed into the clean pool as check_report mixes them (10%):
     (labelled, src lines, tgt lines, labels, row in the labelled file or -1)."""
-    labelled = cr.read_labelled(f"{data}/paracrawl-en-de-labelled/labelled.tsv.gz", "en", "de")
-    clean_src, clean_tgt = cr.read_clean([f"{data}/tatoeba-de-en/train",
-                                          f"{data}/wmt14-en-de-sample/newstest2012",
-                                          f"{data}/wmt14-en-de-sample/newstest2013"], "en", "de")
-    s, t, labels, row = cr.mix(labelled, clean_src, clean_tgt, 0.1, seed)
+    labelled = labelled_pairs.read_labelled(f"{data}/paracrawl-en-de-labelled/labelled.tsv.gz",
+                                            "en", "de")
+    clean_src, clean_tgt = labelled_pairs.read_clean([f"{data}/tatoeba-de-en/train",
+                                                      f"{data}/wmt14-en-de-sample/newstest2012",
+                                                      f"{data}/wmt14-en-de-sample/newstest2013"],
+                                                     "en", "de")
+    s, t, labels, row = labelled_pairs.mix(labelled, clean_src, clean_tgt, 0.1, seed)
     return labelled, s, t, np.asarray(labels), row
 
 
@@ -251,14 +255,14 @@ def prepared(s, t, workdir):
     (kept rows, source counts, target counts, symbols, pieces, vocab, counts_of), where
     counts_of turns piece lists (of the negatives) into count rows over that vocabulary."""
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        kept, pieces = cr.prepare(s, t, "en", "de", tmp, 8000, 1.5, 2000, 250)
-    (src, tgt), symbols, _ = cr.joined_counts(*pieces)
+        kept, pieces = mix_preparation.prepare(s, t, "en", "de", tmp, 8000, 1.5, 2000, 250)
+    (src, tgt), symbols, _ = mix_preparation.joined_counts(*pieces)
     vocab = {p: i for i, p in enumerate(symbols)}
 
     def counts_of(sentences):
         ids = np.fromiter((vocab[p] for sent in sentences for p in sent), dtype=np.int64)
         offsets = np.cumsum([0] + [len(sent) for sent in sentences])
-        return cr.count_matrix(ids, offsets, len(vocab))
+        return count_matrix(ids, offsets, len(vocab))
 
     return kept, src, tgt, symbols, pieces, vocab, counts_of
 
@@ -302,9 +306,9 @@ def measure(args) -> dict:
     union_vf = float(union_full[valid].mean())
     bicleaner = np.full(len(labels), np.nan)
     bicleaner[row >= 0] = labelled["bicleaner"][row[row >= 0]]
-    out = {"seed": args.seed, "union": {"auc": cr._auc(labels, full(margin)),
+    out = {"seed": args.seed, "union": {"auc": noise_auc(labels, full(margin)),
                                         "flag_rate": rates(labels, union_full)},
-           "bicleaner_auc": cr._auc(labels, -bicleaner), "configurations": {}}
+           "bicleaner_auc": noise_auc(labels, -bicleaner), "configurations": {}}
 
     make = PairFeatures(src, tgt, symbols)
     features = make(src, tgt, script_scores(src, tgt, symbols, symbols, joined=True))
@@ -355,24 +359,24 @@ def measure(args) -> dict:
         name = f"{model} negatives={'+'.join(kinds)}" + (
             " with lexical" if drop == "+lexical" else f" without {drop}" if drop else "")
         out["configurations"][name] = {
-            "auc": cr._auc(labels, p_full), "bar": bar, "flag_rate": rates(labels, flags),
+            "auc": noise_auc(labels, p_full), "bar": bar, "flag_rate": rates(labels, flags),
             "A+L_at_union_V+F": float(np.mean(p_full[noise] > at_union_vf)),
             "median_probability": {g: float(np.median(p[kept_labels == g]))
                                    for g in ("clean", "V", "F", "A", "L", "MT", "E")},
             "or_union_flag_rate": rates(labels, flags | union_full),
             # the mean of the two ranks (the union's margin, P(noise)): does it add to the union?
-            "auc_rank_mean_with_union": cr._auc(labels, full(rankdata(margin) + rankdata(p))),
+            "auc_rank_mean_with_union": noise_auc(labels, full(rankdata(margin) + rankdata(p))),
             "A+L_at_union_V+F_rank_mean": at_vf(full(rankdata(margin) + rankdata(p))),
             # the union's margin (log-odds and log scales) plus the classifier's log-odds
             # the same on the even and on the odd rows of the labelled file (held-out halves)
             "rank_mean_halves": {half: {
-                "auc": cr._auc(np.where(in_half, labels, "-"),
-                               full(rankdata(margin) + rankdata(p))),
-                "union_auc": cr._auc(np.where(in_half, labels, "-"), full(margin)),
+                "auc": noise_auc(np.where(in_half, labels, "-"),
+                                 full(rankdata(margin) + rankdata(p))),
+                "union_auc": noise_auc(np.where(in_half, labels, "-"), full(margin)),
                 "A+L_at_union_V+F": at_vf(full(rankdata(margin) + rankdata(p)), in_half),
                 "union_A+L": float(union_full[noise & in_half].mean())}
                 for half, in_half in (("even", halves[0]), ("odd", halves[1]))},
-            "auc_sum_with_union": cr._auc(labels, full(summed)),
+            "auc_sum_with_union": noise_auc(labels, full(summed)),
             "A+L_at_union_V+F_sum": at_vf(full(summed)),
             "sum_flag_rate": rates(labels, full(summed) > np.quantile(
                 summed[kept_labels == "clean"], 0.99))}
@@ -510,7 +514,7 @@ def measure_calibrated(args) -> dict:
     clean = {"mix": {}}
     for name, prefix in (("multi30k", f"{D}/multi30k-en-de/train"),
                          ("tatoeba", f"{D}/tatoeba-de-en/train")):
-        cs, ct = cr.read_clean([prefix], "en", "de")
+        cs, ct = labelled_pairs.read_clean([prefix], "en", "de")
         pick = np.random.default_rng(args.seed).choice(len(cs), min(len(cs), 30_000),
                                                        replace=False)
         res = calibrated_scores([cs[i] for i in pick], [ct[i] for i in pick], args.seed,
@@ -521,9 +525,9 @@ def measure_calibrated(args) -> dict:
     union_full = full(np.where(mix["union"], 1.0, 0.0)) > 0.5
     valid = np.isin(labels, ["V", "F"])
     mix_clean_union = float(mix["union"][kept_labels == "clean"].mean())
-    out = {"seed": args.seed, "union": {"auc": cr._auc(labels, full(mix["margin"])),
+    out = {"seed": args.seed, "union": {"auc": noise_auc(labels, full(mix["margin"])),
                                         "clean_at_union_V+F": mix_clean_union,
-                                        "auc_u_union": cr._auc(labels, full(mix["u_union"])),
+                                        "auc_u_union": noise_auc(labels, full(mix["u_union"])),
                                         "flag_rate": rates(labels, union_full),
                                         "clean_flag_rate": {
                                             "mix": mix_clean_union,
@@ -548,7 +552,7 @@ def measure_calibrated(args) -> dict:
             vf = union_full[valid].mean()
             at_vf = np.quantile(full(score)[valid], 1.0 - vf)
             c = out["variants"][f"{variant} {combo}"] = {
-                "auc": cr._auc(labels, full(score)), "bar_1pct_clean": q99, "bar": bar,
+                "auc": noise_auc(labels, full(score)), "bar_1pct_clean": q99, "bar": bar,
                 "flag_rate": rates(labels, flags),
                 "clean_flag_rate": {"mix": float(np.mean(score[kept_labels == "clean"] > bar)),
                                     **{k: float(np.mean(clean[k]["res"]["variants"][variant][combo]
@@ -561,7 +565,7 @@ def measure_calibrated(args) -> dict:
                     np.quantile(sc, 1.0 - float(np.mean(un))) for sc, un in clean_pairs)),
                 # what that costs: the mix's clean pairs (that reached the checks) flagged
                 "clean_at_union_V+F": float(np.mean(score[kept_labels == "clean"] > at_vf)),
-                "halves": {h: {"auc": cr._auc(np.where(m, labels, "-"), full(score)),
+                "halves": {h: {"auc": noise_auc(np.where(m, labels, "-"), full(score)),
                                "flag_rate": rates(np.where(m, labels, "-"), flags),
                                "union_flag_rate": rates(np.where(m, labels, "-"), union_full)}
                            for h, m in (("even", halves[0]), ("odd", halves[1]))}}

@@ -231,7 +231,7 @@ def test_default_mix_is_the_one_before_the_new_kinds():
 
 
 def test_realistic_mix_is_seeded_and_the_labelled_tsv_feeds_check_report(tmp_path):
-    from autoassist_fairseq.tools.check_report import read_labelled
+    from autoassist_fairseq.tools.labelled_pairs import read_labelled
     src, tgt = _topical()
     (tmp_path / "train.en").write_text("\n".join(src) + "\n")
     (tmp_path / "train.de").write_text("\n".join(tgt) + "\n")

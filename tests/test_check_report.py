@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from autoassist_fairseq.tools import bootstrap, check_report
+from autoassist_fairseq.tools import bootstrap, check_figures, check_report, labelled_pairs
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -156,8 +156,8 @@ def test_report_refuses_bad_input_with_the_fix(corpus, tmp_path, caplog):
     assert check_report.cli_main(args[:2] + [str(path / "nothing")] + args[3:]) == 1
     assert "clean corpus side not found" in caplog.text
     with pytest.raises(ValueError, match="needs 2700 clean pairs.*900"):
-        check_report.mix(check_report.read_labelled(str(labelled), "en", "de"),
-                         ["a"] * 900, ["b"] * 900, 0.1, 0)
+        labelled_pairs.mix(labelled_pairs.read_labelled(str(labelled), "en", "de"),
+                           ["a"] * 900, ["b"] * 900, 0.1, 0)
     assert check_report.cli_main(args[:-4] + ["--tgt", "de", "--out", "x", "--share", "1.5"]) == 2
     assert check_report.cli_main(args[:-4] + ["--tgt", "de", "--out", "x", "--bootstrap", "1"]) == 2
     assert "--bootstrap needs 0 (no intervals) or at least 2 resamples" in caplog.text
@@ -298,8 +298,8 @@ def test_a_kind_column_gets_flag_rates_per_kind(corpus, tmp_path):
     assert by_kind["language"]["english"] > 0.5 > by_kind["language"]["other"], by_kind
     # without the column the report keeps its layout
     labels = np.array(["V", "A", "clean", "clean"])
-    plain = check_report.report(labels, np.zeros(4, dtype=bool), {"c": np.ones(4, dtype=bool)},
-                                {"c": np.ones(4)}, {"union": np.ones(4)}, None)
+    plain = check_figures.report(labels, np.zeros(4, dtype=bool), {"c": np.ones(4, dtype=bool)},
+                                 {"c": np.ones(4)}, {"union": np.ones(4)}, None)
     assert "flag_rate_by_kind" not in plain and "counts_by_kind" not in plain
 
 
@@ -364,7 +364,7 @@ def test_each_resample_scores_the_checks_and_the_heuristics_on_the_same_rows():
     bicleaner = -union_score
 
     def intervals(heuristic_score):
-        return check_report.report_intervals(
+        return check_figures.report_intervals(
             labels, drawn, union, union_score, bicleaner,
             {"flag": heuristic_score > np.median(heuristic_score), "score": heuristic_score},
             200, 0)

@@ -141,7 +141,7 @@ def test_ranked_drop_refuses_a_share_that_ends_inside_a_wide_tie():
     the pairs taken from the tie would be picked by their place in the corpus: refused when
     they are more than 1% of the pairs dropped beyond the flagged ones (and more than one),
     with the largest share the scores rank."""
-    from autoassist_fairseq.tools.filter import ranked_drop
+    from autoassist_fairseq.tools.drop_share import ranked_drop
 
     flags = np.zeros(1000, dtype=bool)
     flags[:50] = True

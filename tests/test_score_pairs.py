@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autoassist_fairseq.tools.check_report import joined_counts
+from autoassist_fairseq.tools.mix_preparation import joined_counts
 from autoassist_fairseq.features.pair_checks import PairCheckSettings, flagged, pair_checks
 from autoassist_fairseq.prepare import spm_train_encode as spm
 from autoassist_fairseq.tools import score_pairs

@@ -6,37 +6,36 @@
 batches are collated as fairseq's own iterator does (``data.collate``).
 
 Each epoch is a fixed number of batches taken from this rank's stream (``data.batch_stream``),
-equal on every rank, so distributed collectives never hang. Every collective here runs on
-the training thread at a point every rank reaches in the same order: the start of an
-epoch, the end of an update after which fairseq may save (the task's ``reduce_metrics``),
-and the start of validation.
+equal on every rank, so distributed collectives never hang. Every collective this iterator
+starts runs on the training thread at a point every rank reaches in the same order: the
+start of an epoch (the batch count), the end of an update after which fairseq may save (the
+task's ``reduce_metrics``) and the start of validation (the ranks' states,
+:mod:`.rank_states`).
 
-Over 300 lines for a reason: fairseq's trainer holds one ``EpochBatchIterating`` object, so
-its epochs, its checkpoint state and the losses it hands back to the Assistant live on one
-class, whose collectives keep the same order on every rank only while they stay together.
+What a resume restores, refuses and says is in :mod:`.resume`; the counts each step's log
+carries, in :mod:`.step_logs`.
 """
 
 import logging
-from typing import Callable, List, Optional
+from typing import Callable, Optional, Tuple
 
 from fairseq.data.iterators import CountingIterator, EpochBatchIterating
 
-from ..data.arrays import arrays_to_tensors, tensors_to_arrays
+from ..data.arrays import arrays_to_tensors
 from ..data.batch_generator import BatchGenerator
 from ..data.batch_stream import BatchStream, StreamState, agree_num_batches
 from ..data.collate import collated_batches
 from ..data.run_points import RunPoints
-from ..data.schema import VERSION, describe_seed_change, describe_window_change
-from ..data.schema import load as load_schema
+from ..data.schema import VERSION
 from ..losses import BossLosses
-from ..metrics import COUNTED, RUN_TOTALS, SUMMED
+from ..metrics import RUN_TOTALS
 from ..transport.client import AssistantClient
+from .rank_states import RankStates
+from .resume import log_restored_stream, own_entry, read_saved, shard_independent, \
+    warn_plan_accepts_all
+from .step_logs import StepLogs
 
 logger = logging.getLogger(__name__)
-
-# the step statistics that count (tokens, pairs, seconds, losses dropped): those of an update
-# whose logs fairseq never reduced are added to the next update's
-CARRIED = SUMMED + tuple(COUNTED)
 
 
 class AutoAssistEpochBatchIterator(EpochBatchIterating):
@@ -105,17 +104,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self._carry = carry
         self.data_shard_per_epoch = data_shard_per_epoch
         self.run_totals = carry["run_totals"] if carry else dict.fromkeys(RUN_TOTALS, 0.0)
-        self.rank_states: List[Optional[dict]] = [None] * num_shards
-        self._synced_at = None  # (epoch, consumed) of the rank states gathered last
-        self._gather_due = False  # the update under way may be followed by a save
-        # the stats of the update under way's steps, until its logs are reduced; those of an
-        # update never reduced go with the next update's first step (_carried)
-        self._unreduced: List[dict] = []
-        self._carried: dict = {}
+        self.rank_states = RankStates(num_shards, shard_id, self.all_gather)
+        self.step_logs = StepLogs()
         self._batches_before = 0  # batches trained before the current epoch iterator's start
-        self._logged = {}
-        self._logged_nonfinite = 0
-        self._dropped = 0
 
     # -- EpochBatchIterating ------------------------------------------------------------
     def __len__(self) -> int:
@@ -151,8 +142,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         if anneal_epoch is not None and self.epoch >= anneal_epoch:
             # before the count: an annealed epoch is a whole pass, not the skipping count
             self.client.start_annealing()
-        if resume is not None:
-            self._log_saved_acceptance()
+        if resume is not None and self._saved_accept_all \
+                and not self.client.next_window_accepts_all:
+            warn_plan_accepts_all(len(self.stream.pending), self._restored_assistant)
         if resume is not None and resume.get("epoch") == self.epoch and offset > 0:
             num_batches = resume.get("num_batches")
             if num_batches is None:  # saved without a batch count (plain translation)
@@ -190,14 +182,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self._saved_accept_all = None
         if resume is not None:
             offset = int(resume.get("offset") or 0) if resume.get("epoch") == self.epoch else 0
-            own = self._own_entry(resume)
-            if own is not None and self.data_shard_per_epoch and offset == 0:
-                # saved at the end of the previous epoch, whose data shard this is not: as
-                # at a change of shard, only what does not name pairs goes on
-                own = {"assistant": shard_independent(own.get("assistant"))}
-                logger.info(f"epoch {self.epoch} starts on its own data shard: the saved "
-                            "Assistant's weights go on, its batch plan and per-pair memory "
-                            "stay with the previous shard")
+            own = own_entry(resume, self.num_shards, self.shard_id, self.epoch,
+                            other_shard=self.data_shard_per_epoch and offset == 0)
             if resume.get("batches_done"):
                 self._batches_before = int(resume["batches_done"]) - offset
         if self._carry is not None:
@@ -205,64 +191,20 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         if own is not None and own.get("stream") is not None:
             self.stream.restore(StreamState(**own["stream"]))
             self._saved_accept_all = bool(self.stream.gen_state.get("accept_all"))
-            logger.info(f"resuming the batch stream at pass {self.stream.gen_state['data_pass']}, "
-                        f"window {self.stream.gen_state['next_window']}, with "
-                        f"{len(self.stream.pending)} batches planned")
-            changed = describe_window_change(self.stream.gen_state, self.generator.window_size)
-            if changed:
-                logger.info(changed)
-            changed = describe_seed_change(self.stream.gen_state, self.generator.seed)
-            if changed:
-                logger.warning(changed)
-            self._warn_planned_over_limits()
+            log_restored_stream(self.stream, self.generator)
         elif resume is not None and offset > 0 and resume.get("ranks") is not None:
             logger.warning(f"this rank's batch plan is not in the checkpoint: the rest of "
                            f"epoch {self.epoch} comes from a fresh data pass")
         if not self.client.started:
             assistant = (own or {}).get("assistant") or (self._carry or {}).get("assistant")
             # the restored count was logged by the saved run
-            self._logged_nonfinite = int((assistant or {}).get("nonfinite", 0))
+            self.step_logs.logged_nonfinite = int((assistant or {}).get("nonfinite", 0))
             self._restored_assistant = assistant is not None
             self.client.start(self.epoch, assistant, "the checkpoint" if own is not None
                               else "the previous data shard",
                               accept_all_from=self._anneal_seq(self._batches_before + offset))
         self._carry = None
         return offset
-
-    def _warn_planned_over_limits(self) -> None:
-        """A resume trains the batches already planned as they are (that keeps a mid-epoch
-        resume exact); a lower --max-tokens or --batch-size than they were cut under applies
-        from the first window after them: say so, and how to apply it at once."""
-        gen, planned = self.generator, [b.ids for b in self.stream.pending]
-        over = [ids for ids in planned if gen.exceeds_bounds(ids)]
-        if not over:
-            return
-        bounds = gen.bound_flags()
-        logger.warning(
-            f"{len(over)} of the {len(planned)} batches already planned exceed this run's "
-            f"{bounds} (up to {max(map(gen.batch_cost, over))} tokens a batch, padding "
-            "included): they were cut under the saved run's values, and a resume trains the "
-            f"planned batches as they are, exactly as saved; {bounds} applies from the first "
-            f"window after them, {len(planned)} batches from here. To apply it at once (e.g. "
-            "after running out of memory), resume with --reset-dataloader, which starts a new "
-            "Assistant and batch plan")
-
-    def _log_saved_acceptance(self) -> None:
-        """A resumed batch plan whose windows accepted every pair (the saved run fell back
-        to uniform batches, or annealed) while this run's next windows do not: say so, and
-        from where this run's Assistant decides."""
-        client = self.client
-        if not self._saved_accept_all or client.next_window_accepts_all:
-            return
-        start = ("from the Assistant state restored above" if self._restored_assistant
-                 else "from a new Assistant (the checkpoint holds no Assistant state)")
-        logger.warning(
-            "the checkpoint's batch plan accepts every pair: the saved run went on with "
-            "uniform batches after its Assistant failed (--assistant-fallback uniform), or "
-            f"it was annealing. The {len(self.stream.pending)} batches already planned are "
-            "trained as planned; the windows after them are scored by this run's Assistant "
-            f"again, {start}, and skip pairs (to go on training on every pair, resume with "
-            "--task translation)")
 
     def _anneal_seq(self, trained: int) -> Optional[int]:
         """The stream's number of the batch at which annealing by updates starts, when
@@ -276,17 +218,6 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         logger.info(f"AutoAssist annealing: every pair is accepted from batch {start} of the "
                     f"run (update {self.points.anneal_update}) to the end")
         return seq
-
-    def _own_entry(self, resume: dict) -> Optional[dict]:
-        ranks = resume.get("ranks") or []
-        if len(ranks) == self.num_shards:
-            return ranks[self.shard_id]
-        if ranks:
-            logger.warning(f"the checkpoint holds the Assistants of {len(ranks)} workers, this run "
-                           f"has {self.num_shards}: every worker starts from worker 0's "
-                           "Assistant and a fresh batch plan")
-            return {"assistant": (ranks[0] or {}).get("assistant")}
-        return None
 
     # -- collectives ----------------------------------------------------------------------
     def _agree_num_batches(self) -> int:
@@ -318,12 +249,7 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         0 writes next resumes every rank exactly. Every rank calls this at the same point.
         A second call at the same consumed count (validation after the step that gathered)
         gathers nothing new: no step ran between, on any rank."""
-        self._gather_due = False
-        if self.num_shards == 1 or self._cur_epoch_itr is None \
-                or self._synced_at == (self.epoch, self.iterations_in_epoch):
-            return
-        self.rank_states = self.all_gather(self._rank_state())
-        self._synced_at = (self.epoch, self.iterations_in_epoch)
+        self.rank_states.gather(self._position(), self._rank_state)
 
     def end_update(self) -> None:
         """Called on every rank once an update's logs are reduced (the task's
@@ -333,8 +259,8 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         an end-of-epoch save when ``--validate-interval`` is over 1) has only this. After an
         update fairseq skips (an ``--fp16`` overflow) no reduce follows: a save without
         validation then warns that the other ranks' states are older."""
-        self._unreduced = []
-        if self._gather_due:
+        self.step_logs.update_reduced()
+        if self.rank_states.due:
             self.sync_checkpoint_state()
 
     def log_step(self, stats: dict) -> dict:
@@ -342,13 +268,11 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         The first step of an update also carries the summed counts of the steps whose logs
         fairseq never reduced (it skips the reduce after an ``--fp16`` overflow), so that
         ``aa_boss_tok`` and the other run totals lose none of them."""
-        if self._carried:
-            stats = dict(stats)
-            for key, value in self._carried.items():
-                stats[key] = stats.get(key, 0.0) + value
-            self._carried = {}
-        self._unreduced.append(stats)
-        return stats
+        return self.step_logs.step(stats)
+
+    def _position(self) -> Optional[Tuple[int, int]]:
+        """(epoch, batches consumed in it) while an epoch is under way, else None."""
+        return (self.epoch, self.iterations_in_epoch) if self._cur_epoch_itr is not None else None
 
     def _rank_state(self) -> dict:
         # the losses of every batch trained so far reach the Assistant before its state is
@@ -389,13 +313,10 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
                 and self.iterations_in_epoch - last[2] < self.points.update_freq:
             return
         self._last_update = (update_num, self.epoch, self.iterations_in_epoch)
-        if self._unreduced:  # the previous update's logs were never reduced
-            self._carried = {key: sum(float(s.get(key, 0.0)) for s in self._unreduced)
-                             for key in CARRIED}
-            self._unreduced = []
+        self.step_logs.update_begins()
         self.flush_losses()
         if self.points.saves_after(update_num) or self.end_of_epoch():
-            self._gather_due = True
+            self.rank_states.due = True
 
     def hold_losses(self, meta: dict, losses) -> bool:
         """A trained batch's per-sentence losses (a tensor, maybe on the device): handed to
@@ -420,18 +341,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         # the same point, so a resumed run logs every window once
         now = dict(self.stream.credited_at(self.iterations_in_epoch),
                    wait_seconds=self.client.wait_seconds)
-        delta = {k: v - self._logged.get(k, 0) for k, v in now.items()}
-        self._logged = now
-        if self.client.assistant_learns:
-            stats = dict(self.stream.assistant_stats)
-            # cumulative in the Assistant: logged as what happened since the last call
-            nonfinite = stats.pop("nonfinite", self._logged_nonfinite)
-            delta.update(stats, nonfinite=nonfinite - self._logged_nonfinite)
-            self._logged_nonfinite = nonfinite
-        dropped = max(self.client.dropped_losses, self._dropped)
-        delta["dropped_losses"], self._dropped = dropped - self._dropped, dropped
-        delta["failed"] = 1.0 if self.client.failure else 0.0
-        return delta
+        assistant = self.stream.assistant_stats if self.client.assistant_learns else None
+        return self.step_logs.since_last(now, assistant, self.client.dropped_losses,
+                                         self.client.failure)
 
     # -- checkpoints ------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -440,12 +352,9 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         finished = self._cur_epoch_itr is None or self.end_of_epoch()
         epoch = self.epoch + 1 if finished and self._cur_epoch_itr is not None else self.epoch
         offset = 0 if finished else self.iterations_in_epoch
-        ranks = list(self.rank_states)
-        if self.num_shards > 1 and self._synced_at != (self.epoch, self.iterations_in_epoch):
-            logger.warning("this checkpoint holds the other workers' batch plans as of "
-                           f"{self._synced_at}, not of now: their resume may repeat or skip "
-                           "some pairs of this epoch")
-        ranks[self.shard_id] = self._rank_state() if self._cur_epoch_itr is not None else None
+        ranks = self.rank_states.for_checkpoint(
+            (self.epoch, self.iterations_in_epoch),
+            lambda: self._rank_state() if self._cur_epoch_itr is not None else None)
         return {
             "version": 2, "epoch": epoch, "iterations_in_epoch": offset, "shuffle": self.shuffle,
             "autoassist": arrays_to_tensors({
@@ -462,87 +371,12 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         version cannot resume from raises :class:`~.schema.CheckpointSchemaError` here,
         before any training."""
         self.epoch = state_dict["epoch"]
-        offset = state_dict.get("iterations_in_epoch", 0) or 0
-        if state_dict.get("autoassist") is None:  # a plain translation checkpoint
-            if offset:
-                logger.warning(f"the checkpoint has no Assistant state (a plain translation "
-                               f"run) and was saved at batch {offset} of epoch {self.epoch}: a "
-                               "new Assistant starts, and the rest of the epoch comes from a "
-                               "fresh data pass")
-            else:
-                logger.info("the checkpoint has no Assistant state (a plain translation "
-                            "run): starting a new Assistant and batch plan")
-            saved = {"epoch": self.epoch, "offset": offset, "num_batches": None, "ranks": None}
-        else:
-            saved = load_schema(tensors_to_arrays(state_dict["autoassist"]))
-            self._check_same_data(saved)
-            self._check_same_world_size(saved)
+        saved = read_saved(state_dict, self.data_id, self.data_shard_per_epoch, self.num_shards)
         if saved.get("totals") is not None:  # else: a plain translation checkpoint
             self.run_totals.update({k: float(saved["totals"][k]) for k in RUN_TOTALS})
         self._resume = saved
         self._cur_epoch_itr = None
 
-    def _check_same_world_size(self, saved: dict) -> None:
-        """Refuse a state saved by another number of workers in the middle of a data pass:
-        each rank's plan covers the rest of its own shard of that pass (every
-        ``world_size``-th pair), and another split of the pass's remaining pairs cannot be
-        drawn from them without training some pairs twice and others not at all. Saved
-        between passes (or with no plan), the next pass is split afresh: every worker starts
-        from worker 0's Assistant (``_own_entry``)."""
-        ranks = saved.get("ranks") or []
-        if not ranks or len(ranks) == self.num_shards:
-            return
-        passes = sorted({int(e["stream"]["generator"]["data_pass"]) for e in ranks
-                         if e is not None and e.get("stream") is not None
-                         and _mid_pass(e["stream"])})
-        if not passes:
-            return
-        saved_by = f"{len(ranks)} worker" + ("s" if len(ranks) > 1 else "")
-        raise ValueError(
-            f"the checkpoint was saved by {saved_by} in the middle of data pass "
-            f"{passes[0]}, and this run has {self.num_shards}: each worker's batch plan covers "
-            f"the rest of its own share of that pass, and {self.num_shards} workers cannot "
-            "go on from those plans without training some pairs twice and others not at "
-            f"all. Resume with {saved_by} (--distributed-world-size "
-            f"{len(ranks)}), or with --reset-dataloader to change the number of workers now "
-            "(each worker starts a new Assistant and batch plan on its shard; the model and "
-            "optimizer go on)")
-
-    def _check_same_data(self, saved: dict) -> None:
-        """Refuse a state saved on other training data: its planned batches and the
-        Assistant's per-pair memory name pairs by id, and on other data those ids are other
-        pairs (or none). With ``--data a:b``, a state saved at an epoch's end goes on to the
-        next shard, whose data differs by design: only what names no pair goes on there."""
-        data = saved.get("data")
-        if data is None or self.data_id is None or data == self.data_id:
-            return
-        if self.data_shard_per_epoch and not saved.get("offset"):
-            return
-        raise ValueError(
-            f"the checkpoint was saved on other training data ({int(data['pairs'])} pairs, "
-            f"fingerprint {str(data['fingerprint'])[:12]}) than this run's "
-            f"({int(self.data_id['pairs'])} pairs, fingerprint "
-            f"{str(self.data_id['fingerprint'])[:12]}): its batch plan and Assistant name "
-            "that data's pairs by id, so a resume here would train other pairs than planned. "
-            "To train this model on the new data, resume with --reset-dataloader (a new "
-            "Assistant and batch plan; the model and optimizer go on), or give --data the "
-            "data the checkpoint was saved on")
-
     def shutdown(self) -> None:
         self.client.shutdown()
 
-
-def _mid_pass(stream: dict) -> bool:
-    """Whether a rank's saved stream stands inside a data pass: batches planned, pairs
-    carried, or pairs of the pass's order already visited."""
-    gen = stream["generator"]
-    return bool(len(stream["pending"]) or len(gen["carried"]) or int(gen["next_pair"]) > 0)
-
-
-def shard_independent(assistant: Optional[dict]) -> Optional[dict]:
-    """The part of an Assistant state that names no pair (its model and schedule), which
-    goes on to another data shard; the per-pair memory of the ``learnable`` and ``noise``
-    rules does not."""
-    if assistant is None:
-        return None
-    return {k: v for k, v in assistant.items() if k in ("model", "schedule")}

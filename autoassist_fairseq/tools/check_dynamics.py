@@ -115,15 +115,16 @@ def add_dynamics(out: dict, labels: np.ndarray, dropped: np.ndarray, columns: di
     ``noise_found_at_valid_share``, with bootstrap ``intervals`` over the rows *drawn*
     (``auc NAME``, ``NAME A+L``, ``NAME V+F``, ``NAME A+L found at V+F 5%``)."""
     from .bootstrap import bootstrap
-    from .check_report import AUC_NOISE, VALID, _auc, flag_rates, noise_found_at
+    from .check_figures import VALID_SHARES, flag_rates, noise_auc, noise_found_at
+    from .labelled_pairs import AUC_NOISE, VALID
 
     rates = flag_rates(labels, np.zeros_like(dropped), columns["flag"], (AUC_NOISE, VALID))
     for name in columns["flag"]:
-        out["auc"][name] = _auc(labels, columns["score"][name])
+        out["auc"][name] = noise_auc(labels, columns["score"][name])
         out["flag_rate"][name] = rates[name]
         out["noise_found_at_valid_share"][name] = {
             str(v): noise_found_at(labels, columns["score"][name], v)
-            for v in (0.05, 0.1, 0.2, 0.3, 0.5)}
+            for v in VALID_SHARES}
     out["dynamics_passes"] = passes
     if drawn is None or not replicates:
         return
@@ -133,7 +134,7 @@ def add_dynamics(out: dict, labels: np.ndarray, dropped: np.ndarray, columns: di
         fig = {}
         for name in columns["flag"]:
             score, flag = columns["score"][name][pick], columns["flag"][name][pick]
-            fig[f"auc {name}"] = _auc(labels[pick], score)
+            fig[f"auc {name}"] = noise_auc(labels[pick], score)
             fig[f"{name} A+L found at V+F 5%"] = noise_found_at(labels[pick], score, 0.05)
             for group in (AUC_NOISE, VALID):
                 g = np.isin(labels[pick], group)

@@ -43,11 +43,8 @@ Example::
 """
 
 import argparse
-import errno
 import json
 import logging
-import math
-import os
 import shutil
 import sys
 import tempfile
@@ -57,13 +54,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..features.prepared import check_evidence, kept_lines, language_pair, open_training_sides
-
-# --drop-share: the share of the pairs dropped beyond the flagged ones that may be picked by
-# their place in the corpus, where the noise scores tie at the share's boundary
-TIE_TOLERANCE = 0.01
-
-# written last into every output: an --out that holds it is an earlier output of this command
-MARKER = "autoassist-filter.json"
+from .drop_share import ranked_drop
+from .filter_output import MARKER, check_out, check_scores_out, move_into_place, write_error
 
 
 def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True,
@@ -92,7 +84,7 @@ def write_corpus(data: Path, out: Path, keep: np.ndarray, features: bool = True,
         (building / MARKER).write_text(json.dumps(
             {"data": str(data.resolve()), "pairs": len(sides[src]), "kept": len(keep),
              "features": features}, indent=1) + "\n")
-        _move_into_place(building, out)
+        move_into_place(building, out)
     except BaseException as err:
         shutil.rmtree(building, ignore_errors=True)
         if isinstance(err, OSError) and str(err.filename or "").startswith(str(building)):
@@ -124,95 +116,6 @@ def _write_into(data: Path, out: Path, src: str, tgt: str, sides, kept, keep, fe
 
         build.build_features(str(out), src, tgt, settings=settings)
 
-
-def _move_into_place(building: Path, out: Path) -> None:
-    """Rename the complete folder *building* to *out*; an earlier *out* (checked by
-    :func:`check_out`) is set aside first and removed only once the new one is in place."""
-    if not out.exists():
-        os.rename(building, out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-    os.rename(out, old / out.name)
-    try:
-        os.rename(building, out)
-    except BaseException:
-        os.rename(old / out.name, out)
-        shutil.rmtree(old, ignore_errors=True)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def ranked_drop(flags: np.ndarray, score: np.ndarray, drop_share: float,
-                fix: str = "") -> np.ndarray:
-    """The pairs that ``--drop-share`` drops: every flagged pair, then the unflagged pairs of
-    the highest *score* up to round(*drop_share* x pairs) in all (one bool per pair).
-
-    Raises:
-        ValueError: the scores do not rank that share: more unflagged pairs tie at the score
-            where it ends than it still takes, and those it would take from the tie (by their
-            place in the corpus alone) are more than :data:`TIE_TOLERANCE` of the pairs it
-            drops beyond the flagged ones, and more than one. The message gives the largest
-            share the scores rank, and *fix*.
-    """
-    dropped = np.asarray(flags, dtype=bool).copy()
-    num_pairs, num_flagged = len(dropped), int(dropped.sum())
-    extra = int(round(drop_share * num_pairs)) - num_flagged
-    if extra <= 0:
-        return dropped
-    rest = np.flatnonzero(~dropped)
-    order = rest[np.argsort(-score[rest], kind="stable")]
-    bar = score[order[extra - 1]]
-    above = int(np.count_nonzero(score[rest] > bar))
-    tied = int(np.count_nonzero(score[rest] == bar))
-    by_place = extra - above  # taken from the tie at the boundary, in corpus order
-    if tied > by_place and by_place > max(1.0, TIE_TOLERANCE * extra):
-        ranked = math.floor((num_flagged + above) / num_pairs * 1e4) / 1e4
-        limit = (f"give --drop-share {ranked:g} or less (the {num_flagged} flagged pairs and "
-                 f"the {above} that score above the tie)" if above else
-                 f"the scores rank no pair beyond the {num_flagged} flagged ones: leave out "
-                 "--drop-share (the flagged pairs only)")
-        raise ValueError(
-            f"--drop-share {drop_share} cannot be ranked: {tied} of the {num_pairs} training "
-            f"pairs ({tied / num_pairs:.0%}) tie at the noise score where the share ends (the "
-            f"pair checks give them the same evidence), and {by_place} of them would be dropped "
-            f"by their place in the corpus alone; {limit}{fix}")
-    dropped[order[:extra]] = True
-    return dropped
-
-
-def check_out(out: Path) -> None:
-    """Refuse an --out that cannot be the filtered corpus's folder, before any work: a file,
-    a folder under a file, or a folder that holds anything but an earlier output of this
-    command (which holds :data:`MARKER`). A new or empty folder is taken."""
-    existing = out
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        what = "is a file" if existing == out else f"is under the file {existing}"
-        raise ValueError(f"--out {out} {what}: give a directory for the filtered corpus (a new "
-                         "one, or the --out of an earlier autoassist-filter)")
-    if existing != out or (out / MARKER).is_file():
-        return
-    held = sorted(p.name for p in out.iterdir())
-    if held:
-        shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
-        raise ValueError(f"--out {out} already holds {shown}, and is not an output of "
-                         f"autoassist-filter (no {MARKER}): it would be replaced; give a new "
-                         f"folder for the filtered corpus, or remove {out} first if it may go")
-
-
-def check_scores_out(path: Path) -> None:
-    """Refuse a --scores-out that cannot be written as a file, before any work: a folder, or
-    a path under a file or in a folder this user cannot write."""
-    if path.is_dir():
-        raise ValueError(f"--scores-out {path} is a folder: give the path of the TSV to write, "
-                         f"e.g. {path / 'scores.tsv'}")
-    existing = path.resolve().parent
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK):
-        raise ValueError(f"--scores-out {path}: {existing} is not a folder this user can write; "
-                         "give a path elsewhere")
 
 
 def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
@@ -278,21 +181,6 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
     if out is not None:
         write_corpus(data, out, keep, features, settings)
     return flagged, dropped
-
-
-def write_error(err: OSError, out: Path) -> str:
-    """The message for a failed write of *out*: the file, the cause, and the fix."""
-    where = f"{err.filename}: " if err.filename else ""
-    cause = err.strerror or str(err)
-    if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        fix = (f"free space on the disk of {Path(out).resolve().parent} (df -h "
-               f"{Path(out).resolve().parent}), or give --out on another disk")
-    elif err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        fix = "give --out in a folder this user can write"
-    else:
-        fix = "fix the cause and run the command again"
-    return (f"writing {out} failed: {where}{cause}; {out} is as it was before the command "
-            f"(nothing of the new corpus is left); {fix}")
 
 
 def get_parser() -> argparse.ArgumentParser:
