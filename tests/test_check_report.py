@@ -349,7 +349,13 @@ def test_report_sets_opusfilters_heuristics_beside_the_checks(corpus, tmp_path):
     assert {"union A+L found at V+F 5%", "bicleaner A+L found at V+F 5%"} <= set(intervals)
     speed = report["pairs_per_cpu_second"]
     assert speed["opusfilter heuristics"] == heur["pairs_per_cpu_second"]
-    assert speed["pair_checks"] > speed["preparation and pair_checks"] > 0
+    # pairs a CPU second: the pairs each part handled over the CPU seconds it took
+    seconds, counts = report["cpu_seconds"], report["counts"]
+    kept = sum(c["reached_checks"] for c in counts.values())
+    pairs = sum(c["pairs"] for c in counts.values())
+    assert speed["pair_checks"] == pytest.approx(kept / seconds["pair_checks"])
+    assert speed["preparation and pair_checks"] == pytest.approx(
+        pairs / (seconds["preparation"] + seconds["pair_checks"]))
 
 
 def test_each_resample_scores_the_checks_and_the_heuristics_on_the_same_rows():
