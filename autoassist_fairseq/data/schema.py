@@ -34,7 +34,9 @@ replaced by a fresh Assistant. Versions:
   over after the iterator's state. The generator state's ``seed`` (added inside version 6,
   absent before) is the ``--seed`` its data pass's order and draws came from; ``data``
   (also added inside version 6, absent before) is ``{"pairs", "fingerprint"}`` of the
-  training data the state names pairs of.
+  training data the state names pairs of. A stream's ``credits`` (added inside version 6,
+  absent before: their counts were in ``untold``) are the counts already credited to its
+  first pending batches, issued but not trained when it was saved.
 
 The generator state's ``"epoch"`` is the data pass (its name in every version).
 """
@@ -52,7 +54,7 @@ TOP_KEYS = {"version", "world_size", "epoch", "offset", "num_batches", "ranks", 
             "batches_done", "data"}
 RANK_KEYS = {"assistant", "stats", "stream"}
 STREAM_KEYS = {"generator", "pending", "weights", "rate", "untold", "untold_batches",
-               "pass_counts"}
+               "credits", "pass_counts"}
 GENERATOR_KEYS = {"epoch", "next_window", "next_pair", "window_size", "carried",
                   "carried_weights", "accept_all", "generation", "batches_made", "seed"}
 _RESET = ("resume from another checkpoint, or relaunch with --reset-dataloader (a new "
