@@ -17,6 +17,7 @@ before it leaves ``checkpoint_last.pt`` whole but older than what that save wrot
 
 import glob
 import os
+import re
 import zipfile
 import zlib
 
@@ -51,11 +52,19 @@ def checkpoint_problem(path: str):
     return None
 
 
+# the names fairseq's save_checkpoint gives (epoch, update, best, --keep-best-checkpoints;
+# any --checkpoint-suffix), not files others put there (evaluate.sh's checkpoint.avgN.pt,
+# which holds no training state to resume), nor fairseq's .tmp
+_SAVED = re.compile(r"checkpoint(\d+|_\d+_\d+|_best|_last|\.best_.+)[^/]*\.pt")
+
+
 def _checkpoints_beside(path: str) -> list:
-    """The other ``checkpoint*.pt`` files in *path*'s folder (not fairseq's ``.tmp``)."""
+    """The other checkpoints fairseq's saves wrote in *path*'s folder, the newest first."""
     folder = os.path.dirname(path) or "."
     written = {}
     for p in glob.glob(os.path.join(glob.escape(folder), "checkpoint*.pt")):
+        if not _SAVED.fullmatch(os.path.basename(p)):
+            continue
         try:
             if os.path.isfile(p) and not os.path.samefile(p, path):
                 written[p] = os.path.getmtime(p)
