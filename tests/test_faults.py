@@ -126,7 +126,6 @@ def test_out_of_range_option_names_the_flag(tiny_data, tmp_path):
                 "--assistant-lambda-max=1.0 is out of range")
 
 
-
 # -- kills at a chosen point (tests/kill_at.py): in a save, or in sync mode's training ---------
 
 def _killed_at(point, data, save_dir, *extra):
@@ -152,7 +151,7 @@ def _trained_twice(save_dir):
 
 
 def _valid_losses(output):
-    """{update: validation loss} of fairseq's simple-format valid lines."""
+    """``(update, validation loss)`` of fairseq's simple-format valid lines, in order."""
     found = re.findall(r"\| valid on 'valid' subset \| loss ([0-9.]+) .*\| num_updates (\d+)",
                        output)
     return [(int(update), float(loss)) for loss, update in found]
