@@ -5,9 +5,19 @@ and bytes overwritten inside a tensor load without complaint (torch does not ver
 archive's checksums), so the run later fails far from the cause. ``torch.save`` writes a
 zip archive with a CRC-32 per part; reading every part through :mod:`zipfile` checks them
 all, at about the speed of reading the file once.
+
+A save that a kill cuts off leaves the files fairseq wrote before it whole: fairseq writes a
+save's first file (``checkpointN.pt``, ``checkpoint_best.pt`` or ``checkpoint_last.pt``) to
+a ``.tmp`` and renames it, then copies it, in place and not atomically, to the others, with
+``checkpoint_last.pt`` last. A kill in the copy leaves ``checkpoint_last.pt`` cut (the
+resume names the newest whole file to go on from: :func:`newest_whole_checkpoint`); a kill
+before it leaves ``checkpoint_last.pt`` whole but older than what that save wrote
+(:func:`newer_checkpoints`).
 """
 
+import glob
 import os
+import re
 import zipfile
 import zlib
 
@@ -20,21 +30,75 @@ class CheckpointFileError(ValueError):
     """A checkpoint file that is empty, cut, damaged or not a checkpoint at all."""
 
 
-def check_checkpoint_file(path: str, fix: str) -> None:
-    """Raise :class:`CheckpointFileError`, naming *path* and *fix*, unless *path* is a file
-    that ``torch.save`` wrote whole: not empty, a zip archive whose every part matches its
-    CRC-32 (or a legacy pickle, which holds no checksum to verify)."""
+def check_checkpoint_file(path: str, fix) -> None:
+    """Raise :class:`CheckpointFileError`, naming *path* and *fix* (a string, or a function
+    of none that gives it, called only for the error), unless *path* is a file that
+    ``torch.save`` wrote whole: not empty, a zip archive whose every part matches its CRC-32
+    (or a legacy pickle, which holds no checksum to verify)."""
+    try:
+        _check(path)
+    except CheckpointFileError as err:
+        raise CheckpointFileError(f"{err}; {fix() if callable(fix) else fix}") from None
+
+
+def checkpoint_problem(path: str):
+    """What is wrong with checkpoint file *path* (``is damaged (...)``), or None if whole."""
+    try:
+        _check(path)
+    except CheckpointFileError as err:
+        return str(err)[len(path) + 1:]
+    except OSError as err:
+        return f"cannot be read ({err.strerror or err})"
+    return None
+
+
+# the names fairseq's save_checkpoint gives (epoch, update, best, --keep-best-checkpoints;
+# any --checkpoint-suffix), not files others put there (evaluate.sh's checkpoint.avgN.pt,
+# which holds no training state to resume), nor fairseq's .tmp
+_SAVED = re.compile(r"checkpoint(\d+|_\d+_\d+|_best|_last|\.best_.+)[^/]*\.pt")
+
+
+def _checkpoints_beside(path: str) -> list:
+    """The other checkpoints fairseq's saves wrote in *path*'s folder, the newest first."""
+    folder = os.path.dirname(path) or "."
+    written = {}
+    for p in glob.glob(os.path.join(glob.escape(folder), "checkpoint*.pt")):
+        if not _SAVED.fullmatch(os.path.basename(p)):
+            continue
+        try:
+            if os.path.isfile(p) and not os.path.samefile(p, path):
+                written[p] = os.path.getmtime(p)
+        except OSError:  # removed since the listing
+            pass
+    return sorted(written, key=written.get, reverse=True)  # the newest first
+
+
+def newest_whole_checkpoint(path: str):
+    """The newest whole ``checkpoint*.pt`` beside *path* (by modification time), or None."""
+    return next((p for p in _checkpoints_beside(path) if checkpoint_problem(p) is None), None)
+
+
+def newer_checkpoints(path: str) -> list:
+    """``(file, problem or None)`` for each ``checkpoint*.pt`` beside *path* written after
+    it, the newest first: none, unless a save was cut off before it rewrote *path* (or
+    files were copied in)."""
+    written = os.path.getmtime(path)
+    return [(p, checkpoint_problem(p)) for p in _checkpoints_beside(path)
+            if os.path.getmtime(p) > written]
+
+
+def _check(path: str) -> None:
     size = os.path.getsize(path)
     if size == 0:
         raise CheckpointFileError(f"{path} is empty (0 bytes: a save that was cut off, e.g. "
-                                  f"by a full disk or a kill); {fix}")
+                                  f"by a full disk or a kill)")
     with open(path, "rb") as f:
         head = f.read(len(_ZIP))
     if head[:1] == _PICKLE:
         return
     if head != _ZIP:
         raise CheckpointFileError(f"{path} is not a checkpoint (not a file that torch.save "
-                                  f"writes); {fix}")
+                                  f"writes)")
     try:
         with zipfile.ZipFile(path) as archive:
             for info in archive.infolist():
@@ -45,7 +109,7 @@ def check_checkpoint_file(path: str, fix: str) -> None:
                         pass
     except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError) as err:
         raise CheckpointFileError(f"{path} is damaged ({err}: bytes overwritten or cut off "
-                                  f"since it was saved); {fix}") from None
+                                  f"since it was saved)") from None
 
 
 def resume_checkpoint(save_dir: str, restore_file: str) -> str:

@@ -224,3 +224,37 @@ def test_nonfinite_features_stop_the_assistant_with_the_fix(store):
     rows.data[0] = np.nan
     with pytest.raises(FloatingPointError, match="feature file holds non-finite values"):
         a.model.update(rows, np.ones(40))
+
+
+def test_the_weight_and_accuracy_decay_flags_take_effect(store):
+    """Issue 48: --assistant-weight-decay and --assistant-accuracy-decay, as fairseq-train's
+    parser reads them, reach the Assistant the task builds (check_config ->
+    AssistantHParams): theta shrinks by (1 - gamma) per update, and the accuracy lambda_k
+    follows is the EMA of the batches' accuracies with that factor (0: the last batch's)."""
+    from task_helpers import task_config
+
+    from autoassist_fairseq.tasks.config import check_config
+
+    def trained(*flags):
+        hparams, _ = check_config(task_config("--assistant-warmup", "0", *flags))
+        a = Assistant(store, hparams)
+        accuracies, observe = [], a.schedule.observe
+        a.schedule.observe = lambda probs, labels: accuracies.append(observe(probs, labels)) \
+            or accuracies[-1]
+        rng = np.random.default_rng(1)
+        for _ in range(20):
+            ids = rng.choice(600, 40, replace=False)
+            a.learn(ids, rng.gamma(3.0, 1.0, 40))
+        return a, accuracies
+
+    default, accuracies = trained()
+    ema = accuracies[0]
+    for accuracy in accuracies[1:]:
+        ema = 0.98 * ema + 0.02 * accuracy
+    assert default.stats["accuracy"] == pytest.approx(ema)
+    last, accuracies = trained("--assistant-accuracy-decay", "0")
+    assert last.stats["accuracy"] == pytest.approx(accuracies[-1])
+    assert last.stats["accuracy"] != pytest.approx(default.stats["accuracy"])
+    np.testing.assert_allclose(last.model.theta, default.model.theta)  # g learns alike
+    shrunk, _ = trained("--assistant-weight-decay", "0.3")
+    assert np.linalg.norm(shrunk.model.theta) < 0.5 * np.linalg.norm(default.model.theta)

@@ -574,3 +574,45 @@ def test_a_mid_pass_resume_on_another_number_of_workers_stops_with_the_reason(
     proc, output = two_workers("--reset-dataloader")
     assert proc.returncode == 0, output[-3000:]
     assert "done training" in output and "num_updates 6" in output
+
+
+def test_the_resume_check_names_only_checkpoints_that_fairseq_saved(tmp_path, caplog):
+    """Beside a cut checkpoint_last.pt, the fix names the newest whole checkpoint of
+    fairseq's saves, never evaluate.sh's checkpoint.avgN.pt (no training state) nor a .tmp;
+    a whole checkpoint_last.pt with only such files newer than it resumes without the
+    warning that a save was cut off."""
+    import os
+    from types import SimpleNamespace
+
+    import torch
+
+    from autoassist_fairseq.tasks.autoassist_translation import check_resume_checkpoint
+
+    def saved(name, when, whole=True):
+        path = tmp_path / name
+        torch.save({"name": name}, path)
+        if not whole:
+            path.write_bytes(path.read_bytes()[:100])
+        os.utime(path, (when, when))
+        return path
+
+    saved("checkpoint1.pt", 1000)
+    saved("checkpoint_best.pt", 2000, whole=False)
+    saved("checkpoint2.pt", 3000)
+    last = saved("checkpoint_last.pt", 4000, whole=False)
+    saved("checkpoint.avg5.pt", 5000)
+    saved("checkpoint_last.pt.tmp", 6000)
+    cfg = SimpleNamespace(save_dir=str(tmp_path), restore_file="checkpoint_last.pt")
+    with pytest.raises(ValueError) as error:
+        check_resume_checkpoint(cfg)
+    assert f"the newest whole one beside it is {tmp_path}/checkpoint2.pt (" in str(error.value)
+    saved("checkpoint_last.pt", 4000)
+    caplog.set_level("WARNING")
+    check_resume_checkpoint(cfg)  # newer: only the average and the .tmp
+    assert "is older than" not in caplog.text
+    os.utime(tmp_path / "checkpoint_best.pt", (4500, 4500))  # a save cut in its copies
+    check_resume_checkpoint(cfg)
+    assert f"is older than what the last save wrote before it: {tmp_path}/checkpoint_best.pt, " \
+           "which is damaged (" in caplog.text, caplog.text
+    assert "--restore-file" not in caplog.text  # no newer whole one to go on from
+    assert last.exists()

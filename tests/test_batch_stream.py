@@ -100,6 +100,45 @@ def test_state_at_a_consumed_count_resumes_exactly(sizes, reweight):
         assert all(b.weights is None for b in again)
 
 
+def test_a_restored_stream_credits_every_batch_as_the_saved_one_did(sizes):
+    """The log's aa_accept_* and aa_skip_tok come from the window counts credited to each
+    batch as it is issued. Batches issued ahead of training and saved back into the plan
+    keep the credit they had (were: their counts went back into the pool and were spread
+    again over all batches still to come, so a resumed run logged other shares and skipped
+    tokens than the uninterrupted one, a few tokens off, though it trained the same
+    batches); a second save before they are issued keeps it too."""
+    gen = _gen(sizes)
+    gen.begin_pass(1)
+    stream = BatchStream(_gen(sizes))
+    stream.begin_epoch()
+    for _ in range(40):
+        stream.next_batch(_source(gen))
+    state = stream.state(consumed=25)  # 15 issued, not trained (a loader ran ahead)
+    for _ in range(30):
+        stream.next_batch(_source(gen))
+    expected = stream.issued_counts[25:]
+
+    gen2 = _gen(sizes)
+    gen2.load_state_dict(state.generator)
+    restored = BatchStream(_gen(sizes))
+    restored.restore(StreamState(**vars(state)))
+    restored.begin_epoch(offset=25)
+    for _ in range(5):
+        restored.next_batch(_source(gen2))
+    again = restored.state(consumed=25 + 3)  # 2 of the 15 issued again, not trained
+    restored = BatchStream(_gen(sizes))
+    restored.restore(StreamState(**vars(again)))
+    gen3 = _gen(sizes)
+    gen3.load_state_dict(again.generator)
+    restored.begin_epoch(offset=28)
+    for _ in range(len(expected) - 3):
+        restored.next_batch(_source(gen3))
+    got = restored.issued_counts
+    assert len(got) == len(expected) - 3
+    for mine, theirs in zip(got, expected[3:]):
+        assert mine == pytest.approx(theirs), (mine, theirs)
+
+
 def test_windows_of_an_old_generation_are_dropped(sizes):
     gen = _gen(sizes)
     gen.begin_pass(1)

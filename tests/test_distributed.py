@@ -11,7 +11,7 @@ import time
 import pytest
 import torch
 
-from utils import BIN, REPO, children, read_trace, run, running, train_args
+from utils import BIN, REPO, children, descendants, read_trace, run, running, train_args
 
 
 def _workers(args):
@@ -131,6 +131,84 @@ def test_one_dead_assistant_stops_or_falls_back_on_every_rank(train_data, tmp_pa
         assert "continuing this run on uniform batches" in out
         assert "done training" in out and "num_updates 60" in out
     assert not any(running(pid) for pid in workers + assistants)
+
+
+def _rank_of(pid):
+    with open(f"/proc/{pid}/cmdline") as f:
+        argv = f.read().split("\0")
+    return int(argv[argv.index("--distributed-rank") + 1])
+
+
+def test_a_killed_worker_stops_the_other_with_the_cause_and_leaves_no_process(train_data,
+                                                                             tmp_path):
+    """Issue 48: `kill -9` of one of two workers (rank 1's fairseq-train, not its
+    Assistant) in the middle of training. Rank 0 fails in its next collective (gloo:
+    'Connection closed by peer', a traceback that does not say why); the launcher stops it
+    at once and its last line names the rank that died first and the signal, though rank 0
+    may end before the launcher looks. Every worker, Assistant and data loader ends."""
+    args = _workers(train_args(train_data, tmp_path, extra=[
+        "--max-update", "100000", "--no-save", "--num-workers", "1"]))
+    proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_restore_sigint)
+    lines, deadline = [], time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline:
+            lines.append(proc.stdout.readline())
+            if "| train_inner |" in lines[-1] or not lines[-1]:
+                break
+        workers = {_rank_of(pid): pid for pid in children(proc.pid)}
+        tree = descendants(proc.pid)
+        assistants = [kid for w in workers.values() for kid in children(w)
+                      if "autoassist-assistant" in open(f"/proc/{kid}/cmdline").read()]
+        assert sorted(workers) == [0, 1] and len(assistants) == 2, (workers, tree, lines[-20:])
+        assert len(tree) > 4  # the ranks' data loaders (--num-workers 1) too
+        os.kill(workers[1], signal.SIGKILL)
+        out, _ = proc.communicate(timeout=120)  # a safety net: the launcher stops rank 0 at once
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            for pid in children(proc.pid):
+                os.killpg(pid, signal.SIGKILL)
+    out = "".join(lines) + out
+    assert proc.returncode == 128 + signal.SIGKILL, out[-3000:]
+    last = out.rstrip().splitlines()[-1]
+    assert last.startswith("[launcher] the run failed: rank 1 was killed by SIGKILL (kill -9, "
+                           "or the kernel's out-of-memory killer"), out[-3000:]
+    assert "after it, rank 0 " in last
+    deadline = time.monotonic() + 10  # SIGKILLed processes end in the kernel's time
+    while any(map(running, tree)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in tree if running(pid)], "processes outlived the run"
+
+
+def test_the_launcher_blames_the_killed_worker_not_the_one_that_lost_it():
+    """When one rank dies, the others fail in their next collective within milliseconds,
+    often before the launcher looks again: the cause is the rank killed by a signal, not
+    the lowest rank with an error. Rank 1 here connects to rank 0 and kills itself; rank 0
+    exits with 1 as soon as the connection ends, as gloo's ranks do."""
+    worker = (
+        "import os, signal, socket, sys, time\n"
+        "rank = int(sys.argv[sys.argv.index('--distributed-rank') + 1])\n"
+        "port = int(sys.argv[sys.argv.index('--distributed-init-method') + 1].rsplit(':', 1)[1])\n"
+        "if rank == 0:\n"
+        "    server = socket.create_server(('127.0.0.1', port))\n"
+        "    peer, _ = server.accept()\n"
+        "    peer.recv(1)\n"
+        "    sys.exit('Connection closed by peer')\n"
+        "for _ in range(600):\n"
+        "    try:\n"
+        "        peer = socket.create_connection(('127.0.0.1', port)); break\n"
+        "    except OSError:\n"
+        "        time.sleep(0.05)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = subprocess.run([sys.executable, REPO / "scripts" / "launch_cpu_workers.py", "2", "--",
+                           sys.executable, "-c", worker], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 128 + signal.SIGKILL, proc.stdout + proc.stderr
+    last = proc.stdout.rstrip().splitlines()[-1]
+    assert last.startswith("[launcher] the run failed: rank 1 was killed by SIGKILL"), proc.stdout
+    assert "after it, rank 0 " in last
 
 
 def test_the_plugin_destroys_a_gloo_process_group_before_the_interpreter_ends(tmp_path):

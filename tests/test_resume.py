@@ -8,7 +8,7 @@ import pytest
 import torch
 from fairseq.data import data_utils
 
-from utils import RANDOM_SKIP, read_trace, run, train_args
+from utils import RANDOM_SKIP, log_records, read_trace, run, train_args
 
 
 def _saved(save_dir):
@@ -87,18 +87,41 @@ def test_sharded_data_keeps_the_assistant(train_data, tmp_path):
         assert _last_epoch_value(out, "aa_boss_tok", f"00{epoch}") == trained[epoch], epoch
 
 
+def _epochs(output):
+    """{epoch: (num_updates, loss)} of fairseq's per-epoch train lines."""
+    return {int(e): (int(u), float(loss)) for e, loss, u in re.findall(
+        r"\| train \| epoch (\d+) \| loss ([0-9.]+) .*\| num_updates (\d+)", output)}
+
+
+def _went_on(output, save_dir, epoch, updates):
+    """The run loaded the checkpoint saved at *updates* and trained epoch *epoch* from
+    there, not from a fresh model (which would also reach the epoch's number)."""
+    assert f"Loaded checkpoint {save_dir}/checkpoint_last.pt (epoch {epoch} @ {updates} " \
+           "updates)" in output, output[-3000:]
+    trained = _epochs(output)
+    assert list(trained) == [epoch], trained  # no epoch trained again from 1
+    first = min(int(r["num_updates"]) for r in log_records(output))
+    assert updates < first <= updates + 10 < trained[epoch][0], (updates, first, trained)
+    return trained[epoch]
+
+
 def test_plain_translation_checkpoints_interchange(train_data, tmp_path):
+    """Each task resumes the other's checkpoint: the update count and the model go on
+    (its loss keeps falling), with a new Assistant and plan where the checkpoint has none."""
     plain = [a if a != "autoassist_translation" else "translation"
              for a in train_args(train_data, tmp_path, extra=["--max-epoch", "1"])]
     i = plain.index("--assistant-window")
     del plain[i:i + 2]
-    run(plain)  # plain translation ...
+    first = _epochs(run(plain).stdout)  # plain translation ...
     proc = run(train_args(train_data, tmp_path, extra=["--max-epoch", "2"]))  # ... -> AutoAssist
-    assert "no Assistant state" in proc.stdout + proc.stderr
-    assert "epoch 002" in proc.stdout
+    output = proc.stdout + proc.stderr
+    assert "no Assistant state" in output
+    second = _went_on(output, tmp_path, 2, first[1][0])
     plain[plain.index("--max-epoch") + 1] = "3"
     proc = run(plain)  # AutoAssist -> plain translation
-    assert "epoch 003" in proc.stdout
+    third = _went_on(proc.stdout + proc.stderr, tmp_path, 3, second[0])
+    # a fresh model would be back at the first epoch's loss
+    assert third[1] < second[1] < first[1][1], (first, second, third)
 
 
 def test_the_checkpoint_holds_each_pairs_losses_over_the_visits_it_trained(random_skip_run):

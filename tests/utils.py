@@ -110,6 +110,15 @@ def children(pid):
         return []
 
 
+def descendants(pid):
+    """Every process below *pid*, children first."""
+    found, todo = [], children(pid)
+    while todo:
+        found.append(todo.pop(0))
+        todo.extend(children(found[-1]))
+    return found
+
+
 def running(pid):
     """True while *pid* runs (a zombie waiting for its reaper has ended)."""
     try:

@@ -65,6 +65,11 @@ class StreamState:
     # totals, which the iterator saves)
     untold: Optional[dict] = None
     untold_batches: int = 0
+    # the counts already credited to the first pending batches: issued before the save (a
+    # loader ran ahead), not trained. A resumed run credits them the same, so that its log
+    # lines equal the uninterrupted run's; None (saved before this field): they are in
+    # ``untold``, spread again over every batch still to be credited
+    credits: Optional[List[dict]] = None
     # the counters of the data pass under way, as of the windows taken (its log line)
     pass_counts: Optional[dict] = None
 
@@ -109,6 +114,7 @@ class BatchStream:
         self.credited = dict.fromkeys(COUNTERS, 0.0)
         self._untold = dict.fromkeys(COUNTERS, 0.0)  # counts of windows taken, not yet issued
         self._untold_batches = 0
+        self._credits: Deque[dict] = deque()  # restored credits of the first pending batches
         self.pass_counts = dict.fromkeys(COUNTERS, 0.0)  # the data pass under way
         self.rate = _RateEstimate(windows=generator.num_windows)
         self.assistant_stats: dict = {}
@@ -184,7 +190,13 @@ class BatchStream:
     def _count_issue(self) -> dict:
         """Credit a window's counts to its batches as they are issued, so that every logging
         interval (not only those in which a window arrives) shows what was skipped; returns
-        the batch's credit."""
+        the batch's credit. A batch that a saved run had issued already gets the credit it
+        had there."""
+        if self._credits:
+            moved = self._credits.popleft()
+            for key in COUNTERS:
+                self.credited[key] += moved[key]
+            return moved
         share = 1.0 / max(1, self._untold_batches)
         moved = {}
         for key in COUNTERS:
@@ -213,14 +225,13 @@ class BatchStream:
             batches = self.issued[max(0, consumed - self.issued_offset):] + list(self.pending)
             gen = self.gen_state if self.gen_state is not None else self.generator.state_dict()
             rate = [[a, t] for a, t in self.rate.recent]
-            ahead = self._ahead(consumed)
-            untold = {k: v + sum(c[k] for c in ahead) for k, v in self._untold.items()}
-            untold_batches = self._untold_batches + len(ahead)
+            credits = [dict(c) for c in self._ahead(consumed)] + [dict(c) for c in self._credits]
             pass_counts = dict(self.pass_counts)
         weights = [b.weights for b in batches] if self.reweight else None
         return StreamState(generator=gen, pending=[b.ids for b in batches], weights=weights,
-                           rate=rate, untold=untold,
-                           untold_batches=untold_batches, pass_counts=pass_counts)
+                           rate=rate, untold=dict(self._untold),
+                           untold_batches=self._untold_batches, credits=credits,
+                           pass_counts=pass_counts)
 
     def restore(self, state: StreamState) -> None:
         self.gen_state = dict(state.generator)
@@ -237,6 +248,8 @@ class BatchStream:
         if state.untold is not None:  # else: the pending batches carry no counts
             self._untold = {k: float(state.untold.get(k, 0.0)) for k in COUNTERS}
             self._untold_batches = int(state.untold_batches)
+        self._credits = deque({k: float(c.get(k, 0.0)) for k in COUNTERS}
+                              for c in state.credits or [])
         if state.pass_counts is not None:  # else: the pass's first line after the
             # resume counts only the windows from there
             self.pass_counts = {k: float(state.pass_counts.get(k, 0.0)) for k in COUNTERS}

@@ -9,9 +9,11 @@ resumed run needs to go on exactly where the saved one stood::
                                          "generator": BatchGenerator.state_dict()}}]}
 
 ``totals`` are the run's counts over every rank (``RUN_TOTALS``, kept by the iterator);
-``data`` is ``{"pairs", "fingerprint"}`` of the training data the state names pairs of; the
-generator state's ``seed`` is the ``--seed`` its data pass's order and draws came from, and
-its ``"data_pass"`` is the data pass (fairseq's ``"epoch"`` at the top counts its epochs).
+``data`` is ``{"pairs", "fingerprint"}`` of the training data the state names pairs of; a
+stream's ``credits`` are the counts already credited to its first pending batches, issued but
+not trained when it was saved; the generator state's ``seed`` is the ``--seed`` its data
+pass's order and draws came from, and its ``"data_pass"`` is the data pass (fairseq's
+``"epoch"`` at the top counts its epochs).
 
 :func:`load` checks a saved entry in the Boss, when the checkpoint loads. Anything but this
 layout is refused with the reason, never replaced by a fresh Assistant: a state of a
@@ -28,7 +30,7 @@ TOP_KEYS = {"schema", "world_size", "epoch", "offset", "num_batches", "ranks", "
             "batches_done", "data"}
 RANK_KEYS = {"assistant", "stats", "stream"}
 STREAM_KEYS = {"generator", "pending", "weights", "rate", "untold", "untold_batches",
-               "pass_counts"}
+               "credits", "pass_counts"}
 GENERATOR_KEYS = {"data_pass", "next_window", "next_pair", "window_size", "carried",
                   "carried_weights", "accept_all", "generation", "batches_made", "seed"}
 _RESET = ("resume from another checkpoint, or relaunch with --reset-dataloader (a new "
