@@ -9,8 +9,8 @@ none of the features' build, the checks' fitting, the evaluation or the raw-text
 ``sklearn.preprocessing``: fairseq's tasks/audio_classification.py and
 criterions/sentence_prediction.py), so scikit-learn cannot be absent; what the test asserts
 is that the plugin adds no scikit-learn module to those fairseq loaded (among them
-``sklearn.decomposition``, ``sklearn.naive_bayes`` and ``sklearn.feature_extraction``, which
-the pair checks fit with and fairseq does not import).
+``sklearn.naive_bayes`` and ``sklearn.feature_extraction``, which the pair checks fit with and
+fairseq does not import).
 """
 
 import ast

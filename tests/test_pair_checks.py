@@ -3,6 +3,7 @@ import shutil
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from autoassist_fairseq.assistant import Assistant, AssistantHParams
 from autoassist_fairseq.features.pair_checks import (COLUMNS, FLAG_PROBABILITY,
@@ -88,6 +89,22 @@ def test_unrelated_check_flags_misaligned_pairs_and_few_translations():
     # the same draws give the same p-values; a corpus too small to compare gives none
     np.testing.assert_array_equal(p, unrelated_p_value(src, tgt))
     np.testing.assert_array_equal(unrelated_p_value(src[:2], tgt[:2]), [0, 0])
+
+
+@pytest.mark.parametrize("shape", [(600, 80), (60, 300)])  # tall; wide (transposed inside)
+def test_lsi_components_are_truncated_svds_to_the_bit(shape):
+    """The unrelated check's components are scikit-learn's TruncatedSVD's, byte for byte (the
+    check computes them without the projection that fit adds)."""
+    from sklearn.decomposition import TruncatedSVD
+
+    from autoassist_fairseq.features.pair_checks import lsi_components
+
+    rng = np.random.default_rng(3)
+    rows = sp.random(*shape, density=0.1, format="csr", dtype=np.float32, random_state=rng)
+    for k, seed in ((10, 0), (20, 7)):
+        want = TruncatedSVD(k, random_state=seed).fit(rows).components_
+        got = lsi_components(rows, k, seed)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
 def test_all_checks_together():

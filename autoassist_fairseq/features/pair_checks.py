@@ -48,10 +48,10 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.naive_bayes import MultinomialNB
 from sklearn.preprocessing import normalize
+from sklearn.utils.extmath import randomized_svd, svd_flip
 
 from .check_settings import (  # noqa: F401  (re-exported: the checks' public names)
     CHECKS, COLUMNS, DEFAULT_CHECKS, DIGITS_MIN_DIFFERENT, DIGITS_ONE_SIDE, DIGITS_SHARE,
@@ -175,6 +175,17 @@ def _similarity(sides, maps, src_rows, tgt_rows):
     return out
 
 
+def lsi_components(rows: sp.csr_matrix, k: int, seed: int) -> np.ndarray:
+    """The *k* components (k x columns) of scikit-learn's ``TruncatedSVD(k,
+    random_state=seed).fit(rows)`` (its randomized SVD, signs flipped as it flips them), the
+    same numbers, without what ``fit`` adds that the check does not use: the rows projected
+    on the components, and their variances."""
+    u, _, vt = randomized_svd(rows, k, n_oversamples=10, n_iter=5,
+                              power_iteration_normalizer="auto", transpose="auto",
+                              flip_sign=False, random_state=seed)
+    return svd_flip(u, vt, u_based_decision=False)[1]
+
+
 def unrelated_fit(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix, seed: int = 0):
     """The unrelated-sides check fitted on a corpus: ``(LsiSpace, the corpus's TF-IDF
     sides)``. *seed*: of the SVD's sample and the pairings."""
@@ -190,10 +201,9 @@ def unrelated_fit(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix, seed: in
     k = min(_LSI_COMPONENTS, len(fit_rows) // 4, sum(x.shape[1] for x in sides) // 4)
     if n < 3 or k < 2:
         return LsiSpace(tfidf, None, None), sides
-    svd = TruncatedSVD(k, random_state=seed).fit(
-        sp.hstack([x[fit_rows] for x in sides], format="csr"))
+    components = lsi_components(sp.hstack([x[fit_rows] for x in sides], format="csr"), k, seed)
     split = sides[0].shape[1]
-    maps = (svd.components_[:, :split].T, svd.components_[:, split:].T)
+    maps = (components[:, :split].T, components[:, split:].T)
     null_src = rng.integers(n, size=_NULL_PAIRS)
     null_tgt = (null_src + rng.integers(1, n, size=_NULL_PAIRS)) % n  # another pair's target
     return LsiSpace(tfidf, maps, np.sort(_similarity(sides, maps, null_src, null_tgt))), sides
