@@ -67,7 +67,7 @@ _MIN_OWN_SUBWORDS = 3  # unshared subwords a side needs for its own-language evi
 _LSI_COMPONENTS = 100  # latent dimensions of cross-language LSI
 _LSI_FIT_PAIRS = 200_000  # pairs the SVD is fitted on (a random sample beyond that)
 _NULL_PAIRS = 200_000  # random pairings that make the p-values' reference distribution
-_ROWS_PER_STEP = 100_000  # rows projected at a time: memory stays O(step x components)
+_ROWS_PER_STEP = 16_384  # rows projected at a time: memory stays O(step x components)
 
 
 def other_language_probability(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> np.ndarray:
