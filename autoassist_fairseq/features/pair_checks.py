@@ -9,9 +9,9 @@ side written in the *other* language of the pair.
 The check is a naive Bayes language identifier with one class per side of the corpus,
 fitted on the corpus itself (scikit-learn's ``MultinomialNB``, as :mod:`.estimators` does
 it, over the same subword counts as the TF-IDF features). A side gets P(it is in the other
-side's language); it is flagged above :data:`FLAG_PROBABILITY`. Noise blurs the two classes only a little. No model is
-downloaded; a corpus whose sides are one language cannot be told apart, which
-:func:`check_languages_differ` reports instead of flagging pairs at random.
+side's language); it is flagged above :data:`FLAG_PROBABILITY`. Noise blurs the two classes
+only a little. No model is downloaded; a corpus whose sides are one language cannot be told
+apart, which :func:`check_languages_differ` reports instead of flagging pairs at random.
 
 A misaligned pair (the target of another sentence, in the right language) passes that
 check. The second check asks whether the two sides are more alike than random pairings of
