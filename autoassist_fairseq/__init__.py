@@ -2,11 +2,32 @@
 
 The data flow follows the folders: ``features`` -> ``assistant`` -> ``data`` (batches) ->
 ``tasks`` (the Boss's training step) -> ``losses`` -> back to ``assistant``.
-Importing the package registers the ``autoassist_translation`` task and the ``rex``
-learning-rate schedule (``optim``); ``compat`` lets fairseq load its checkpoints on
-torch >= 2.6.
+
+Registering with fairseq (:func:`register`) adds the ``autoassist_translation`` task and the
+``rex`` learning-rate schedule (``optim``) to fairseq's registries, and ``compat`` lets fairseq
+load its checkpoints on torch >= 2.6. Importing the package registers it when fairseq is
+imported already, as it always is under ``--user-dir autoassist_fairseq`` (fairseq's
+``utils.import_user_module`` imports the package after fairseq) and in any script that
+imports fairseq first. Otherwise importing the package imports neither torch nor fairseq,
+so that the raw-text tools (``autoassist-score-pairs``, ``autoassist-check-report``) do not
+pay seconds of a core for them; the package's commands that load a checkpoint call
+:func:`register` themselves.
+
+A script that imports the package (any of its modules) before fairseq and then runs fairseq
+in the same process calls :func:`register` (or imports fairseq first): ``--user-dir`` imports
+no module that is already imported, so it cannot register a package imported before it.
 """
 
-from . import compat  # noqa: F401
-from . import optim  # noqa: F401
-from . import tasks  # noqa: F401
+import sys
+
+
+def register() -> None:
+    """Register with fairseq: the ``autoassist_translation`` task, the ``rex`` schedule and
+    ``compat``'s fixes (imports torch and fairseq; once: a second call does nothing)."""
+    from . import compat  # noqa: F401
+    from . import optim  # noqa: F401
+    from . import tasks  # noqa: F401
+
+
+if "fairseq" in sys.modules:
+    register()

@@ -1,5 +1,6 @@
-"""fairseq 0.12 on the torch it runs on now: two fixes, applied by importing the package
-(so ``--user-dir`` applies them), without the user setting anything.
+"""fairseq 0.12 on the torch it runs on now: two fixes, applied when the package registers
+with fairseq (``autoassist_fairseq.register``: so ``--user-dir`` applies them), without the
+user setting anything.
 
 Checkpoints: torch 2.6 made ``torch.load(weights_only=True)`` the default; fairseq 0.12 calls
 ``torch.load`` without that argument. Its checkpoint files pickle an

@@ -2,6 +2,11 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
+# before any test module imports the package: the package registers with fairseq on import
+# only where fairseq is imported already (as under fairseq-train --user-dir), and the tests
+# that parse fairseq-train's flags in this process (--user-dir, --task autoassist_translation,
+# --lr-scheduler rex) need it registered. tests/test_layout.py checks the other order.
+import fairseq  # noqa: F401
 import pytest
 
 from scripts_helpers import make_synthetic_data

@@ -64,6 +64,21 @@ def test_diagnosis_finds_the_assistant_skips_low_loss_pairs(diag_run, tmp_path):
     assert bad.returncode != 0 and "speed=3" in bad.stderr and "weight_decay" in bad.stderr
 
 
+def test_the_command_registers_the_task_it_loads_in_a_process_of_its_own(diag_run, tmp_path):
+    """Run cold (not forked from the tests' server, which has fairseq imported), the command
+    imports the package before fairseq, so the package registers nothing on import: the
+    command registers the task that the checkpoint names (and compat) itself."""
+    import subprocess
+
+    data, checkpoint = diag_run
+    out = tmp_path / "cold.json"
+    proc = subprocess.run([BIN / "autoassist-diagnose", "--data", data, "--checkpoint",
+                           checkpoint, "--sample-pairs", "200", "--out", out],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert json.loads(out.read_text())["pairs"] == 200  # the sample's
+
+
 def test_console_command_reports_noise_and_a_verdict(diag_run, tmp_path):
     data, checkpoint = diag_run
     # the toy corpus's noisy pairs carry the source word "noise" and a random target; the

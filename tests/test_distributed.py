@@ -218,6 +218,7 @@ def test_the_plugin_destroys_a_gloo_process_group_before_the_interpreter_ends(tm
     child = (
         "import atexit, torch.distributed as dist\n"
         "atexit.register(lambda: print('initialized at exit:', dist.is_initialized()))\n"
+        "import fairseq\n"  # as fairseq-train --user-dir: fairseq, then the plugin
         "import autoassist_fairseq\n"
         f"dist.init_process_group('gloo', init_method='file://{tmp_path / 'rendezvous'}', "
         "rank=0, world_size=1)\n"

@@ -1,14 +1,16 @@
 """The package's layout: what ``--user-dir`` imports, and the import graph of its parts.
 
 ``fairseq-train --user-dir autoassist_fairseq`` and ``fairseq-generate --user-dir`` import
-the package through ``fairseq.utils.import_user_module``. They load the Boss's path alone:
+the package through ``fairseq.utils.import_user_module``, after fairseq: the package registers
+the task, ``rex`` and ``compat`` then; imported before fairseq (the raw-text tools), it
+imports neither torch nor fairseq and registers when asked. They load the Boss's path alone:
 none of the features' build, the checks' fitting, the evaluation or the raw-text tools.
 ``import fairseq`` itself imports scikit-learn (``sklearn``, ``sklearn.metrics``,
 ``sklearn.preprocessing``: fairseq's tasks/audio_classification.py and
 criterions/sentence_prediction.py), so scikit-learn cannot be absent; what the test asserts
 is that the plugin adds no scikit-learn module to those fairseq loaded (among them
-``sklearn.decomposition``, ``sklearn.naive_bayes`` and ``sklearn.feature_extraction``, which
-the pair checks fit with and fairseq does not import).
+``sklearn.naive_bayes`` and ``sklearn.feature_extraction``, which the pair checks fit with and
+fairseq does not import).
 """
 
 import ast
@@ -24,16 +26,30 @@ PACKAGE = REPO / "autoassist_fairseq"
 NOT_ON_THE_BOSS_PATH = tuple(f"autoassist_fairseq.{name}" for name in (
     "features.pair_checks", "features.build", "features.langid_check", "features.lexical",
     "features.scripts", "features.digits", "features.words", "features.tfidf",
+    "features.estimators",
     "tools", "prepare", "diagnose"))
 
-_IMPORT_AS_USER_DIR = """
+# what registering with fairseq gives (autoassist_fairseq.register): the task, the rex
+# schedule, compat's checkpoint types on torch's allow-list
+_REGISTERED = """
+def registered():
+    import argparse, torch
+    from fairseq.optim.lr_scheduler import LR_SCHEDULER_REGISTRY
+    from fairseq.tasks import TASK_REGISTRY
+    safe = getattr(torch.serialization, "get_safe_globals", lambda: [argparse.Namespace])()
+    return {"task": "autoassist_translation" in TASK_REGISTRY,
+            "rex": "rex" in LR_SCHEDULER_REGISTRY, "compat": argparse.Namespace in safe}
+"""
+
+_IMPORT_AS_USER_DIR = _REGISTERED + """
 import json, sys
 from argparse import Namespace
 import fairseq
 from fairseq import utils
 before = set(sys.modules)
 utils.import_user_module(Namespace(user_dir=sys.argv[1]))
-print(json.dumps({"fairseq": sorted(before), "plugin": sorted(set(sys.modules) - before)}))
+print(json.dumps({"fairseq": sorted(before), "plugin": sorted(set(sys.modules) - before),
+                  "registered": registered()}))
 """
 
 
@@ -52,6 +68,34 @@ def test_user_dir_import_loads_no_feature_building_code():
     assert [m for m in plugin if m == "sklearn" or m.startswith("sklearn.")] == []
     # what fairseq loads itself: the premise of the docstring
     assert "sklearn.metrics" in modules["fairseq"]
+    assert modules["registered"] == {"task": True, "rex": True, "compat": True}
+
+
+_TOOL_FIRST = _REGISTERED + """
+import json, sys
+import autoassist_fairseq.tools.score_pairs
+loaded = sorted(m for m in ("torch", "fairseq") if m in sys.modules)
+import autoassist_fairseq
+before = registered()  # imports fairseq: too late for the package's own import
+autoassist_fairseq.register()
+after = registered()
+autoassist_fairseq.register()  # a second call: nothing more to do
+print(json.dumps({"loaded_by_the_tool": loaded, "before": before, "after": after}))
+"""
+
+
+def test_a_tool_imports_neither_torch_nor_fairseq_and_register_registers_after_it():
+    """The raw-text tools need neither torch nor fairseq: imported first, the package does not
+    import them, so it registers nothing; ``autoassist_fairseq.register()`` then registers
+    the task and ``rex`` and applies ``compat`` (what a script that imports the package
+    before running fairseq calls, and the package's checkpoint-loading commands do)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", _TOOL_FIRST], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {
+        "loaded_by_the_tool": [], "before": {"task": False, "rex": False, "compat": False},
+        "after": {"task": True, "rex": True, "compat": True}}
 
 
 def _part(module: str):

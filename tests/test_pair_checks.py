@@ -3,6 +3,7 @@ import shutil
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from autoassist_fairseq.assistant import Assistant, AssistantHParams
 from autoassist_fairseq.features.pair_checks import (COLUMNS, FLAG_PROBABILITY,
@@ -88,6 +89,81 @@ def test_unrelated_check_flags_misaligned_pairs_and_few_translations():
     # the same draws give the same p-values; a corpus too small to compare gives none
     np.testing.assert_array_equal(p, unrelated_p_value(src, tgt))
     np.testing.assert_array_equal(unrelated_p_value(src[:2], tgt[:2]), [0, 0])
+
+
+@pytest.mark.parametrize("shape", [(600, 80), (60, 300)])  # tall; wide
+def test_lsi_components_are_a_truncated_svds(shape):
+    """The unrelated check's components are those of scikit-learn's TruncatedSVD (computed
+    with less work: equal up to rounding), orthonormal, and the same for the same seed; a
+    corpus of lower rank than the SVD's columns still gets them."""
+    from sklearn.decomposition import TruncatedSVD
+
+    from autoassist_fairseq.features.pair_checks import lsi_components
+
+    rng = np.random.default_rng(3)
+    # columns of decaying weight: the leading singular vectors stand apart, as a corpus's do
+    rows = sp.random(*shape, density=0.2, format="csr", dtype=np.float32, random_state=rng) \
+        @ sp.diags(np.geomspace(1, 0.05, shape[1]).astype(np.float32))
+    for k, seed in ((10, 0), (20, 7)):
+        got = lsi_components(rows, k, seed)
+        want = TruncatedSVD(k, random_state=seed).fit(rows).components_
+        assert got.dtype == np.float32 and got.shape == want.shape == (k, shape[1])
+        np.testing.assert_allclose(got, want, atol=1e-4)
+        np.testing.assert_allclose(got @ got.T, np.eye(k), atol=1e-5)
+        assert got.tobytes() == lsi_components(rows, k, seed).tobytes()
+    low = sp.csr_matrix(rng.random((shape[0], 3)) @ rng.random((3, shape[1])), dtype=np.float32)
+    got = lsi_components(low, 5, 0)  # rank 3 < 5 + 10 columns
+    want = TruncatedSVD(5, random_state=0).fit(low).components_
+    np.testing.assert_allclose(np.abs(got[:3]), np.abs(want[:3]), atol=1e-4)
+
+
+def _counts(rng, rows, columns, long_row=True):
+    """Subword counts (float32 csr) with rows of 0 to 40 entries, a row of 300 when asked."""
+    lengths = rng.integers(0, 40, size=rows)
+    if long_row:
+        lengths[rows // 2] = min(300, columns)
+    indices = [np.sort(rng.choice(columns, size=k, replace=False)) for k in lengths]
+    counts = sp.csr_matrix((rng.integers(1, 5, size=lengths.sum()).astype(np.float32),
+                            np.concatenate(indices), np.concatenate(([0], np.cumsum(lengths)))),
+                           shape=(rows, columns))
+    return counts
+
+
+def _same(a, b):
+    a, b = (x.toarray() if sp.issparse(x) else np.asarray(x) for x in (a, b))
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_checks_estimators_are_scikit_learns_to_the_bit(seed):
+    """TF-IDF, row normalisation and the naive Bayes identifier, done without importing
+    scikit-learn (features/estimators.py), give scikit-learn's numbers exactly."""
+    from sklearn.feature_extraction.text import TfidfTransformer
+    from sklearn.naive_bayes import MultinomialNB
+    from sklearn import preprocessing
+
+    from autoassist_fairseq.features.estimators import NaiveBayes, Tfidf, normalize
+
+    rng = np.random.default_rng(seed)
+    src, tgt = _counts(rng, 500, 300), _counts(rng, 500, 300, long_row=False)
+    for counts in (src, tgt):
+        fitted, theirs = Tfidf(counts), TfidfTransformer(sublinear_tf=True).fit(counts)
+        assert _same(fitted.idf_, theirs.idf_)
+        for other in (counts, tgt[:100]):
+            mine = fitted.transform(other)
+            assert _same(mine, theirs.transform(other))
+            assert _same(normalize(mine), preprocessing.normalize(theirs.transform(other)))
+        dense = (counts @ rng.standard_normal((300, 12)).astype(np.float32))
+        dense[3] = 0.0  # a row of zeros is left as it is
+        assert _same(normalize(dense), preprocessing.normalize(dense))
+    nb = MultinomialNB(alpha=1.0, fit_prior=False)
+    nb.partial_fit(src, np.zeros(500, dtype=np.int64), classes=[0, 1])
+    nb.partial_fit(tgt, np.ones(500, dtype=np.int64))
+    mine = NaiveBayes(src, tgt)
+    assert _same(mine.feature_log_prob_, nb.feature_log_prob_)
+    assert _same(mine.class_log_prior_, nb.class_log_prior_)
+    for counts in (src, tgt, tgt[:7]):
+        assert _same(mine.predict_proba(counts), nb.predict_proba(counts))
 
 
 def test_all_checks_together():

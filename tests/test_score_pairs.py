@@ -208,6 +208,59 @@ def test_opusfilter_yaml_runs_the_filter(corpus, tmp_path):
     assert [s["flag"] for s in scores] == [int(r[-1]) for r in _read(scored)]
 
 
+# texts whose words sentencepiece's normaliser reads in context: runs of spaces, spaces at the
+# ends, characters it turns into a space (no-break, ideographic, tab) or drops (zero-width),
+# an accent it spells with a space before a combining mark, letters of no piece (runs of
+# unknown pieces, which sentencepiece merges), its own word boundary "▁" as a character, a
+# line break of LINE_BREAKS, an empty text
+TRICKY = ["abc  def", " abc def ", "abc\u00a0def", "abc\u3000 def", "abc\tdef", "ab\u200bc d",
+          "abc \u00b4def", "\u00b4 abc", "e\u0301 abc", "\u4e2d\u6587 abc \u4e2d \u6587\u5b57",
+          "abc \u2581def \u2581", "\u2581\u2581", "abc\u2028def", "", " ", "x", "abc.def, ghi!"]
+
+
+def test_a_text_is_encoded_from_its_words_to_sentencepieces_pieces(corpus):
+    """The scorer encodes each distinct word of a batch once: a text's pieces are still those
+    sentencepiece gives the text (as a piece text: unknown pieces by theirs), tricky texts
+    included; a batch with a line break inside a text is encoded text by text."""
+    from autoassist_fairseq.tools.pair_scorer import PairScorer, one_line
+
+    _, _, pairs = corpus
+    scorer = PairScorer(pairs, "en", "de", PairCheckSettings(checks=CHECKS), bpe_size=300)
+    assert scorer._words  # its own BPE model
+    texts = TRICKY + [s for s, _ in pairs[:50]] + [t for _, t in pairs[:50]]
+    expected = scorer.sp.encode(one_line(texts), out_type=str)
+    assert scorer._by_words(one_line(texts)) is not None  # the words' path, not the fallback
+    for batch in (texts, texts[::-1], ["abc\ndef"] + texts):
+        ids, offsets = scorer._encode_ids(batch)
+        want = expected[::-1] if batch == texts[::-1] else \
+            expected if batch == texts else scorer.sp.encode(one_line(batch), out_type=str)
+        assert [[scorer._texts[i] for i in ids[a:b]] for a, b in zip(offsets[:-1], offsets[1:])] \
+            == want
+    assert scorer._by_words(["abc\ndef", "abc"]) is None
+    # a model given: encoded text by text, as before
+    model = scorer.sp.serialized_model_proto()
+    import sentencepiece
+
+    given = PairScorer(pairs, "en", "de", PairCheckSettings(checks=CHECKS),
+                       spm_model=sentencepiece.SentencePieceProcessor(model_proto=model))
+    assert not given._words
+    ids, offsets = given._encode_ids(texts)
+    assert [[given._texts[i] for i in ids[a:b]] for a, b in zip(offsets[:-1], offsets[1:])] \
+        == expected
+
+
+def test_first_appearance_orders_values_as_unique_and_its_first_indices():
+    from autoassist_fairseq.tools.pair_scorer import first_appearance
+
+    rng = np.random.default_rng(0)
+    for ids in (rng.integers(0, 50, size=1000) ** 2 % 97, np.zeros(0, dtype=np.int64),
+                np.array([5, 5, 3, 5, 9, 3])):
+        values, first = np.unique(ids, return_index=True)
+        want = values[np.argsort(first, kind="stable")]
+        for step in (1, 7, 1 << 16):
+            np.testing.assert_array_equal(first_appearance(ids, 97, step), want)
+
+
 def _error(capsys, argv):
     code = score_pairs.cli_main(argv)
     err = capsys.readouterr().err

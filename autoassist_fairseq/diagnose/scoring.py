@@ -286,10 +286,13 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
     import torch
     from fairseq import checkpoint_utils
 
-    from .. import compat  # noqa: F401  (torch >= 2.6 loads fairseq checkpoints)
+    from .. import register
     from ..assistant import Assistant
     from ..data.arrays import tensors_to_arrays
 
+    # the task the checkpoint names, and compat (torch >= 2.6 loads fairseq's checkpoints):
+    # the command imported the package before fairseq, which then registers nothing itself
+    register()
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     overrides = {"data": os.path.abspath(data)}
     try:

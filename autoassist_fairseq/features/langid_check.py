@@ -189,12 +189,14 @@ def _upper_sentences(upper: np.ndarray, lower: np.ndarray, sentence: np.ndarray,
         (np.bincount(sentence, weights=lower[ids], minlength=n) == 0)
 
 
-def _bag_scores(vocabulary: dict, bags, n: int) -> List[np.ndarray]:
-    """Raw scores of *n* sentences of each side from their bags of words
-    (:func:`.words.unshared_bags`): each word of either side is walked once, on its own
-    between two spaces, and a sentence's feature counts are the sum of its words'. (A text
-    of the unshared words joined would also count the n-grams across two words that the
-    left-out words had separated, which the sentence never held.)"""
+def _bag_features(vocabulary: dict, bags, n: int):
+    """The feature counts of *n* sentences of each side from their bags of words
+    (:func:`.words.unshared_bags`), as a product: each side's words of each sentence (a
+    sparse matrix, sentences x words read) and the words' feature counts (words read x
+    features). Each word of either side is walked once, on its own between two spaces, and a
+    sentence's feature counts are the sum of its words'. (A text of the unshared words joined
+    would also count the n-grams across two words that the left-out words had separated,
+    which the sentence never held.)"""
     words = list(vocabulary)
     upper = np.fromiter(map(str.isupper, words), dtype=bool, count=len(words))
     # a lower-case letter: with a cased letter added, not upper case (also for "ª", which
@@ -213,18 +215,41 @@ def _bag_scores(vocabulary: dict, bags, n: int) -> List[np.ndarray]:
     column[used] = np.arange(len(used))
     counts = feature_counts([unicodedata.normalize("NFC", f" {words[i]} ").encode(
         "utf8", "surrogatepass") for i in used])
-    return [naive_bayes_scores(sparse.csr_matrix(
-        (np.ones(len(ids), dtype=np.float32), (sentence, column[ids])),
-        shape=(n, len(used))) @ counts) for sentence, ids in read]
+    return [sparse.csr_matrix((np.ones(len(ids), dtype=np.float32), (sentence, column[ids])),
+                              shape=(n, len(used))) for sentence, ids in read], counts
+
+
+def _bag_scores(vocabulary: dict, bags, n: int) -> List[np.ndarray]:
+    """Raw scores of *n* sentences of each side from their bags of words (see
+    :func:`_bag_features`)."""
+    sides, counts = _bag_features(vocabulary, bags, n)
+    return [naive_bayes_scores(side @ counts) for side in sides]
+
+
+_ROWS = 16384  # sentences whose raw scores (sentences x languages) are taken at a time
 
 
 def side_margins(vocabulary: dict, bags, owns: Sequence[Optional[str]], n: int):
     """Per side of :func:`.words.unshared_bags`'s *bags*, its sentences' margins
     (:func:`_margins` of :func:`_bag_scores`) against its identifier code in *owns*; None for
-    a side whose code is None (a language the identifier does not know)."""
+    a side whose code is None (a language the identifier does not know). The raw scores are
+    taken :data:`_ROWS` sentences at a time (each sentence's own: the same numbers), so that
+    their memory is a few MB however many sentences come."""
     known = [(bag, own) for bag, own in zip(bags, owns) if own is not None]
-    scores = iter(_bag_scores(vocabulary, [bag for bag, _ in known], n))
-    return [None if own is None else _margins(next(scores), own) for own in owns]
+    sides, counts = _bag_features(vocabulary, [bag for bag, _ in known], n)
+    sides = iter(sides)
+    out = []
+    for own in owns:
+        if own is None:
+            out.append(None)
+            continue
+        side = next(sides)
+        margins = np.empty(n, dtype=np.float32)
+        for start in range(0, n, _ROWS):
+            margins[start:start + _ROWS] = _margins(
+                naive_bayes_scores(side[start:start + _ROWS] @ counts), own)
+        out.append(margins)
+    return out
 
 
 _PAIRS = 250_000  # pairs scored at once: bounds the word arrays of a large corpus

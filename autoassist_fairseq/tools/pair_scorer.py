@@ -42,6 +42,7 @@ from ..prepare.spm_train_encode import LINE_BREAKS
 FIT_PAIRS = 200_000  # pairs the checks (and a sentencepiece model) are fitted on
 BATCH_PAIRS = 200_000  # pairs scored at once: memory stays bounded on any input
 BPE_SIZE = 8000  # scripts/prepare-corpus.sh's joint sentencepiece vocabulary
+_SPM = "\u2581"  # sentencepiece's word boundary
 
 
 # a character that LINE_BREAKS turns into a space: a text without one is left as it is (one
@@ -60,6 +61,22 @@ def one_line(texts: Sequence[str]) -> List[str]:
         for i in np.unique(np.searchsorted(starts, hits, side="right") - 1).tolist():
             texts[i] = texts[i].translate(LINE_BREAKS)
     return texts
+
+
+def first_appearance(ids: np.ndarray, size: int, step: int = 1 << 16) -> np.ndarray:
+    """The distinct values of *ids* (integers in [0, size)) in order of first appearance:
+    ``np.unique``'s values ordered by its ``return_index``, without sorting all of *ids* (a
+    corpus's first pieces hold most of its vocabulary: each later step only marks)."""
+    seen = np.zeros(size, dtype=bool)
+    found = []
+    for start in range(0, len(ids), step):
+        new = ids[start:start + step]
+        new = new[~seen[new]]
+        if len(new):
+            values, first = np.unique(new, return_index=True)
+            found.append(values[np.argsort(first, kind="stable")])
+            seen[values] = True
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
 class InputError(ValueError):
@@ -208,13 +225,16 @@ class PairScorer:
         self._texts = [self.sp.id_to_piece(i) for i in range(self.sp.get_piece_size())]
         self._unknown_ids: dict = {}  # text of an unknown piece -> its id (past the model's)
         self._unk = self.sp.unk_id()
+        # a BPE model trained here (whitespace splits words) whose pieces hold no word
+        # boundary but at their start: a text's pieces are those of its words (see _by_words)
+        self._words = spm_model is None and self.sp.piece_to_id(_SPM) != self._unk and \
+            not any(_SPM in piece[1:] for piece in self._texts)
         sides = [self._encode_ids(sources), self._encode_ids(targets)]
         del sources, targets
         # the vocabulary of joined_counts: the pieces in order of first appearance, source
         # side first
-        ids = np.concatenate([sides[0][0], sides[1][0]])
-        seen, first = np.unique(ids, return_index=True)
-        order = seen[np.argsort(first, kind="stable")]
+        order = first_appearance(np.concatenate([sides[0][0], sides[1][0]]),
+                                 len(self._texts))
         self.symbols = [self._texts[i] for i in order]
         self.vocab = {s: i for i, s in enumerate(self.symbols)}
         self._lookup = np.full(len(self._texts), -1, dtype=np.int64)  # piece id -> column
@@ -222,7 +242,7 @@ class PairScorer:
         counts = [count_matrix(self._lookup[i], offsets, len(order)) for i, offsets in sides]
         self._fit_pieces = ([(i.astype(np.int32), o) for i, o in sides] if keep_pieces
                             else None)
-        del ids, sides
+        del sides
         self.fitted = fit_checks(*counts, symbols=self.symbols, settings=self.settings,
                                  langs=(src, tgt))
         # the columns that check_scores gives for these settings, in CHECKS' order
@@ -237,6 +257,10 @@ class PairScorer:
         """All pieces of *texts* (their ids: one per piece text, see the class), text after
         text, and the ``len(texts) + 1`` offsets of each text's pieces."""
         texts = one_line(texts)
+        if self._words:
+            found = self._by_words(texts)
+            if found is not None:
+                return found
         encoded = self.sp.encode(texts, out_type=int, num_threads=self.threads)
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)),
@@ -252,6 +276,60 @@ class PairScorer:
                     raise RuntimeError("sentencepiece gave pieces and ids of different lengths")
                 for j in np.flatnonzero(ids[a:b] == self._unk):
                     ids[a + j] = self._text_id(pieces[j])
+        return ids, offsets
+
+    def _by_words(self, texts: List[str]) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """:meth:`_encode_ids` of *texts* (one line each) from their words: each distinct
+        space-separated word is encoded once (a corpus repeats its words: Tatoeba's 2.1M
+        words are 82k distinct ones). None where that may differ from encoding the texts.
+
+        The pieces are the same: sentencepiece encodes a text's normalised form, and a BPE
+        merge never joins two pieces across a word boundary ``▁`` (no piece holds one past
+        its start, and ``▁`` alone is a piece: a run of unknown pieces, which sentencepiece
+        merges into one, never crosses it either), so where the texts' normalised forms are
+        those of their words put together, each starting with ``▁`` (checked here on the
+        texts: the normaliser's rules are the model's), the pieces of a text are its words'
+        pieces, one word after another."""
+        joined = "\n".join(texts)
+        if not texts or joined.count("\n") != len(texts) - 1:  # a text holds a line break
+            return None
+        tokens = joined.replace("\n", " \n ").split(" ")  # "\n": a text ends
+        del joined
+        index = dict.fromkeys(tokens)
+        words = list(index)
+        index.update(zip(words, range(len(words))))
+        token = np.fromiter(map(index.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        end = index.get("\n", -1)
+        del tokens, index
+        if end >= 0:
+            words[end] = ""
+        normal = self.sp.normalize(words)
+        if any(n and not n.startswith(_SPM) for n in normal):
+            return None
+        if end >= 0:
+            normal[end] = "\n"
+        if "".join(np.asarray(normal, dtype=object)[token].tolist()) != \
+                "\n".join(self.sp.normalize(texts)):
+            return None
+        del normal
+        encoded = self.sp.encode(words, out_type=int, num_threads=self.threads)
+        unknown = [i for i, e in enumerate(encoded) if self._unk in e]
+        for i, pieces in zip(unknown, self.encode([words[i] for i in unknown])):
+            if len(pieces) != len(encoded[i]):  # sentencepiece segments a text one way
+                raise RuntimeError("sentencepiece gave pieces and ids of different lengths")
+            encoded[i] = [self._text_id(p) if j == self._unk else j
+                          for j, p in zip(encoded[i], pieces)]
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        pieces = np.fromiter(chain.from_iterable(encoded), dtype=np.int64,
+                             count=int(lengths.sum()))
+        del encoded
+        n = lengths[token]
+        ends = np.cumsum(n)
+        within = np.arange(int(ends[-1])) - np.repeat(ends - n, n)
+        ids = pieces[np.repeat((np.cumsum(lengths) - lengths)[token], n) + within]
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        offsets[1:-1] = ends[token == end]
+        offsets[-1] = ends[-1]
         return ids, offsets
 
     def _text_id(self, text: str) -> int:
