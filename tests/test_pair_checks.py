@@ -91,30 +91,21 @@ def test_unrelated_check_flags_misaligned_pairs_and_few_translations():
     np.testing.assert_array_equal(unrelated_p_value(src[:2], tgt[:2]), [0, 0])
 
 
-@pytest.mark.parametrize("shape", [(600, 80), (60, 300)])  # tall; wide
-def test_lsi_components_are_a_truncated_svds(shape):
-    """The unrelated check's components are those of scikit-learn's TruncatedSVD (computed
-    with less work: equal up to rounding), orthonormal, and the same for the same seed; a
-    corpus of lower rank than the SVD's columns still gets them."""
+@pytest.mark.parametrize("shape", [(600, 80), (60, 300)])  # tall; wide (transposed inside)
+def test_lsi_components_are_truncated_svds_to_the_bit(shape):
+    """The unrelated check's components are scikit-learn's TruncatedSVD's, byte for byte (the
+    check computes them without importing scikit-learn, and without the projection that fit
+    adds)."""
     from sklearn.decomposition import TruncatedSVD
 
     from autoassist_fairseq.features.pair_checks import lsi_components
 
     rng = np.random.default_rng(3)
-    # columns of decaying weight: the leading singular vectors stand apart, as a corpus's do
-    rows = sp.random(*shape, density=0.2, format="csr", dtype=np.float32, random_state=rng) \
-        @ sp.diags(np.geomspace(1, 0.05, shape[1]).astype(np.float32))
+    rows = sp.random(*shape, density=0.1, format="csr", dtype=np.float32, random_state=rng)
     for k, seed in ((10, 0), (20, 7)):
-        got = lsi_components(rows, k, seed)
         want = TruncatedSVD(k, random_state=seed).fit(rows).components_
-        assert got.dtype == np.float32 and got.shape == want.shape == (k, shape[1])
-        np.testing.assert_allclose(got, want, atol=1e-4)
-        np.testing.assert_allclose(got @ got.T, np.eye(k), atol=1e-5)
-        assert got.tobytes() == lsi_components(rows, k, seed).tobytes()
-    low = sp.csr_matrix(rng.random((shape[0], 3)) @ rng.random((3, shape[1])), dtype=np.float32)
-    got = lsi_components(low, 5, 0)  # rank 3 < 5 + 10 columns
-    want = TruncatedSVD(5, random_state=0).fit(low).components_
-    np.testing.assert_allclose(np.abs(got[:3]), np.abs(want[:3]), atol=1e-4)
+        got = lsi_components(rows, k, seed)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
 def _counts(rng, rows, columns, long_row=True):
