@@ -249,18 +249,6 @@ def test_a_text_is_encoded_from_its_words_to_sentencepieces_pieces(corpus):
         == expected
 
 
-def test_first_appearance_orders_values_as_unique_and_its_first_indices():
-    from autoassist_fairseq.tools.pair_scorer import first_appearance
-
-    rng = np.random.default_rng(0)
-    for ids in (rng.integers(0, 50, size=1000) ** 2 % 97, np.zeros(0, dtype=np.int64),
-                np.array([5, 5, 3, 5, 9, 3])):
-        values, first = np.unique(ids, return_index=True)
-        want = values[np.argsort(first, kind="stable")]
-        for step in (1, 7, 1 << 16):
-            np.testing.assert_array_equal(first_appearance(ids, 97, step), want)
-
-
 def _error(capsys, argv):
     code = score_pairs.cli_main(argv)
     err = capsys.readouterr().err

@@ -22,17 +22,17 @@ def _l2_rows(x: sp.csr_matrix) -> None:
     data, indptr = x.data, x.indptr
     lengths = np.diff(indptr)
     squares = data * data  # in the data's precision, as the loop's x[j] * x[j]
-    order = np.argsort(lengths, kind="stable")  # the rows still summing: a suffix of order
-    start, length = indptr[:-1][order], lengths[order]
-    sums = np.zeros(len(order), dtype=np.float64)  # per row of order
-    first = 0
-    for j in range(int(length[-1]) if len(length) else 0):
-        first += int(np.searchsorted(length[first:], j, side="right"))
-        sums[first:] += squares[start[first:] + j]  # each row's terms in their stored order
-    norms = np.ones(len(order), dtype=np.float64)
-    norms[order] = np.sqrt(sums)
-    norms[norms == 0.0] = 1.0  # x / 1.0 is x: a row of zeros stays as it is
-    data[:] = data / np.repeat(norms, lengths)
+    sums = np.zeros(len(lengths), dtype=np.float64)
+    order = np.argsort(lengths, kind="stable")  # the rows still summing are a suffix
+    start, first = indptr[:-1][order], 0
+    for j in range(int(lengths.max()) if len(lengths) else 0):
+        while lengths[order[first]] <= j:
+            first += 1
+        rows = order[first:]
+        sums[rows] += squares[start[first:] + j]  # one row's terms in their stored order
+    norms = np.sqrt(sums)
+    nonzero = np.repeat(sums != 0.0, lengths)
+    data[nonzero] = data[nonzero] / np.repeat(norms, lengths)[nonzero]
 
 
 def normalize(x):

@@ -45,14 +45,11 @@ def script_table(symbols: Sequence[str], vocab_size: int):
     """Letters of each script in each subword: a ``float32`` csr matrix (vocab_size x
     scripts) and the scripts' names."""
     scripts, rows, cols, vals = {}, [], [], []
-    of_letter: dict = {}  # a letter's script (a name looked up once per distinct letter)
     for i, symbol in enumerate(symbols[:vocab_size]):
         per_script = {}
         for ch in symbol:
             if ch.isalpha():
-                if ch not in of_letter:
-                    of_letter[ch] = letter_script(ch)
-                s = scripts.setdefault(of_letter[ch], len(scripts))
+                s = scripts.setdefault(letter_script(ch), len(scripts))
                 per_script[s] = per_script.get(s, 0) + 1
         for s, k in per_script.items():
             rows.append(i)

@@ -63,22 +63,6 @@ def one_line(texts: Sequence[str]) -> List[str]:
     return texts
 
 
-def first_appearance(ids: np.ndarray, size: int, step: int = 1 << 16) -> np.ndarray:
-    """The distinct values of *ids* (integers in [0, size)) in order of first appearance:
-    ``np.unique``'s values ordered by its ``return_index``, without sorting all of *ids* (a
-    corpus's first pieces hold most of its vocabulary: each later step only marks)."""
-    seen = np.zeros(size, dtype=bool)
-    found = []
-    for start in range(0, len(ids), step):
-        new = ids[start:start + step]
-        new = new[~seen[new]]
-        if len(new):
-            values, first = np.unique(new, return_index=True)
-            found.append(values[np.argsort(first, kind="stable")])
-            seen[values] = True
-    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-
-
 class InputError(ValueError):
     """Input that is not tab-separated sentence pairs (its message names the line)."""
 
@@ -233,8 +217,9 @@ class PairScorer:
         del sources, targets
         # the vocabulary of joined_counts: the pieces in order of first appearance, source
         # side first
-        order = first_appearance(np.concatenate([sides[0][0], sides[1][0]]),
-                                 len(self._texts))
+        ids = np.concatenate([sides[0][0], sides[1][0]])
+        seen, first = np.unique(ids, return_index=True)
+        order = seen[np.argsort(first, kind="stable")]
         self.symbols = [self._texts[i] for i in order]
         self.vocab = {s: i for i, s in enumerate(self.symbols)}
         self._lookup = np.full(len(self._texts), -1, dtype=np.int64)  # piece id -> column
@@ -242,7 +227,7 @@ class PairScorer:
         counts = [count_matrix(self._lookup[i], offsets, len(order)) for i, offsets in sides]
         self._fit_pieces = ([(i.astype(np.int32), o) for i, o in sides] if keep_pieces
                             else None)
-        del sides
+        del ids, sides
         self.fitted = fit_checks(*counts, symbols=self.symbols, settings=self.settings,
                                  langs=(src, tgt))
         # the columns that check_scores gives for these settings, in CHECKS' order
