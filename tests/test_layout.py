@@ -26,7 +26,6 @@ PACKAGE = REPO / "autoassist_fairseq"
 NOT_ON_THE_BOSS_PATH = tuple(f"autoassist_fairseq.{name}" for name in (
     "features.pair_checks", "features.build", "features.langid_check", "features.lexical",
     "features.scripts", "features.digits", "features.words", "features.tfidf",
-    "features.estimators",
     "tools", "prepare", "diagnose"))
 
 # what registering with fairseq gives (autoassist_fairseq.register): the task, the rex

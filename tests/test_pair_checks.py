@@ -94,8 +94,7 @@ def test_unrelated_check_flags_misaligned_pairs_and_few_translations():
 @pytest.mark.parametrize("shape", [(600, 80), (60, 300)])  # tall; wide (transposed inside)
 def test_lsi_components_are_truncated_svds_to_the_bit(shape):
     """The unrelated check's components are scikit-learn's TruncatedSVD's, byte for byte (the
-    check computes them without importing scikit-learn, and without the projection that fit
-    adds)."""
+    check computes them without the projection that fit adds)."""
     from sklearn.decomposition import TruncatedSVD
 
     from autoassist_fairseq.features.pair_checks import lsi_components
@@ -106,55 +105,6 @@ def test_lsi_components_are_truncated_svds_to_the_bit(shape):
         want = TruncatedSVD(k, random_state=seed).fit(rows).components_
         got = lsi_components(rows, k, seed)
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
-
-
-def _counts(rng, rows, columns, long_row=True):
-    """Subword counts (float32 csr) with rows of 0 to 40 entries, a row of 300 when asked."""
-    lengths = rng.integers(0, 40, size=rows)
-    if long_row:
-        lengths[rows // 2] = min(300, columns)
-    indices = [np.sort(rng.choice(columns, size=k, replace=False)) for k in lengths]
-    counts = sp.csr_matrix((rng.integers(1, 5, size=lengths.sum()).astype(np.float32),
-                            np.concatenate(indices), np.concatenate(([0], np.cumsum(lengths)))),
-                           shape=(rows, columns))
-    return counts
-
-
-def _same(a, b):
-    a, b = (x.toarray() if sp.issparse(x) else np.asarray(x) for x in (a, b))
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-
-
-@pytest.mark.parametrize("seed", [0, 1])
-def test_the_checks_estimators_are_scikit_learns_to_the_bit(seed):
-    """TF-IDF, row normalisation and the naive Bayes identifier, done without importing
-    scikit-learn (features/estimators.py), give scikit-learn's numbers exactly."""
-    from sklearn.feature_extraction.text import TfidfTransformer
-    from sklearn.naive_bayes import MultinomialNB
-    from sklearn import preprocessing
-
-    from autoassist_fairseq.features.estimators import NaiveBayes, Tfidf, normalize
-
-    rng = np.random.default_rng(seed)
-    src, tgt = _counts(rng, 500, 300), _counts(rng, 500, 300, long_row=False)
-    for counts in (src, tgt):
-        fitted, theirs = Tfidf(counts), TfidfTransformer(sublinear_tf=True).fit(counts)
-        assert _same(fitted.idf_, theirs.idf_)
-        for other in (counts, tgt[:100]):
-            mine = fitted.transform(other)
-            assert _same(mine, theirs.transform(other))
-            assert _same(normalize(mine), preprocessing.normalize(theirs.transform(other)))
-        dense = (counts @ rng.standard_normal((300, 12)).astype(np.float32))
-        dense[3] = 0.0  # a row of zeros is left as it is
-        assert _same(normalize(dense), preprocessing.normalize(dense))
-    nb = MultinomialNB(alpha=1.0, fit_prior=False)
-    nb.partial_fit(src, np.zeros(500, dtype=np.int64), classes=[0, 1])
-    nb.partial_fit(tgt, np.ones(500, dtype=np.int64))
-    mine = NaiveBayes(src, tgt)
-    assert _same(mine.feature_log_prob_, nb.feature_log_prob_)
-    assert _same(mine.class_log_prior_, nb.class_log_prior_)
-    for counts in (src, tgt, tgt[:7]):
-        assert _same(mine.predict_proba(counts), nb.predict_proba(counts))
 
 
 def test_all_checks_together():

@@ -7,11 +7,11 @@ most common noise of crawled corpora is visible in the text itself (Khayrallah &
 side written in the *other* language of the pair.
 
 The check is a naive Bayes language identifier with one class per side of the corpus,
-fitted on the corpus itself (scikit-learn's ``MultinomialNB``, as :mod:`.estimators` does
-it, over the same subword counts as the TF-IDF features). A side gets P(it is in the other
-side's language); it is flagged above :data:`FLAG_PROBABILITY`. Noise blurs the two classes
-only a little. No model is downloaded; a corpus whose sides are one language cannot be told
-apart, which :func:`check_languages_differ` reports instead of flagging pairs at random.
+fitted on the corpus itself (scikit-learn's ``MultinomialNB`` over the same subword counts
+as the TF-IDF features). A side gets P(it is in the other side's language); it is flagged
+above :data:`FLAG_PROBABILITY`. Noise blurs the two classes only a little. No model is
+downloaded; a corpus whose sides are one language cannot be told apart, which
+:func:`check_languages_differ` reports instead of flagging pairs at random.
 
 A misaligned pair (the target of another sentence, in the right language) passes that
 check. The second check asks whether the two sides are more alike than random pairings of
@@ -48,7 +48,10 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
-from scipy import linalg
+from sklearn.feature_extraction.text import TfidfTransformer
+from sklearn.naive_bayes import MultinomialNB
+from sklearn.preprocessing import normalize
+from sklearn.utils.extmath import randomized_svd, svd_flip
 
 from .check_settings import (  # noqa: F401  (re-exported: the checks' public names)
     CHECKS, COLUMNS, DEFAULT_CHECKS, DIGITS_MIN_DIFFERENT, DIGITS_ONE_SIDE, DIGITS_SHARE,
@@ -58,7 +61,6 @@ from .check_flags import (  # noqa: F401  (re-exported: the checks' public names
     check_languages_differ, check_scores, flag_counts, flagged, union_score)
 from .langid_check import langid_scores
 from .digits import digit_counts, digit_scores  # noqa: F401  (re-exported)
-from .estimators import NaiveBayes, Tfidf, normalize
 from .lexical import lexical_scores
 from .scripts import script_fit, script_scores
 from .words import Side
@@ -104,14 +106,18 @@ def _one_vocabulary(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> Non
                          f"counts {tgt_counts.shape}")
 
 
-def language_fit(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> NaiveBayes:
+def language_fit(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> MultinomialNB:
     """The language check's two-class identifier, fitted on a corpus's pairs (at least one)."""
+    n = src_counts.shape[0]
     # class 0: the source language, 1: the target language; one side at a time, so that the
     # two count matrices are never stacked into a copy (2 x 4.5M rows for WMT14)
-    return NaiveBayes(src_counts, tgt_counts)
+    nb = MultinomialNB(alpha=1.0, fit_prior=False)
+    nb.partial_fit(src_counts, np.zeros(n, dtype=np.int64), classes=[0, 1])
+    nb.partial_fit(tgt_counts, np.ones(n, dtype=np.int64))
+    return nb
 
 
-def language_apply(nb: NaiveBayes, src_counts: sp.csr_matrix,
+def language_apply(nb: MultinomialNB, src_counts: sp.csr_matrix,
                    tgt_counts: sp.csr_matrix) -> np.ndarray:
     """:func:`language_scores` of pairs under an identifier of :func:`language_fit` (fitted
     on them, or on another corpus over the same vocabulary)."""
@@ -171,34 +177,20 @@ def _similarity(sides, maps, src_rows, tgt_rows):
 
 def lsi_components(rows: sp.csr_matrix, k: int, seed: int) -> np.ndarray:
     """The *k* components (k x columns) of scikit-learn's ``TruncatedSVD(k,
-    random_state=seed).fit(rows)``: its randomized SVD (Halko et al., 2011: on the taller of
-    *rows* and its transpose, a seeded Gaussian start of k + 10 columns, 5 power iterations
-    normalised by LU, the range's basis by QR), step by step, signs flipped as it flips
-    them: the same numbers, without importing scikit-learn and without what ``fit`` adds
-    that the check does not use (the rows' projection and its variances)."""
-    state = np.random.RandomState(seed)
-    wide = rows.shape[0] < rows.shape[1]
-    a = rows.T if wide else rows  # the taller
-    basis = state.normal(size=(a.shape[1], k + 10))
-    if a.dtype == np.float32:
-        basis = basis.astype(np.float32, copy=False)
-    for _ in range(5):
-        basis, _ = linalg.lu(a @ basis, permute_l=True, check_finite=False, overwrite_a=True)
-        basis, _ = linalg.lu(a.T @ basis, permute_l=True, check_finite=False,
-                             overwrite_a=True)
-    basis, _ = linalg.qr(a @ basis, mode="economic", check_finite=False, overwrite_a=True)
-    u, _, vt = linalg.svd(basis.T @ a, full_matrices=False, lapack_driver="gesdd")
-    components = (basis @ u)[:, :k].T if wide else vt[:k]
-    # scikit-learn's svd_flip(u_based_decision=False): each row's largest entry positive
-    biggest = components[np.arange(len(components)), np.argmax(np.abs(components), axis=1)]
-    return components * np.sign(biggest)[:, None]
+    random_state=seed).fit(rows)`` (its randomized SVD, signs flipped as it flips them), the
+    same numbers, without what ``fit`` adds that the check does not use: the rows projected
+    on the components, and their variances."""
+    u, _, vt = randomized_svd(rows, k, n_oversamples=10, n_iter=5,
+                              power_iteration_normalizer="auto", transpose="auto",
+                              flip_sign=False, random_state=seed)
+    return svd_flip(u, vt, u_based_decision=False)[1]
 
 
 def unrelated_fit(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix, seed: int = 0):
     """The unrelated-sides check fitted on a corpus: ``(LsiSpace, the corpus's TF-IDF
     sides)``. *seed*: of the SVD's sample and the pairings."""
     n = src_counts.shape[0]
-    tfidf = [Tfidf(c) for c in (src_counts, tgt_counts)]
+    tfidf = [TfidfTransformer(sublinear_tf=True).fit(c) for c in (src_counts, tgt_counts)]
     sides = [normalize(t.transform(c).astype(np.float32))
              for t, c in zip(tfidf, (src_counts, tgt_counts))]
     rng = np.random.default_rng(seed)

@@ -13,6 +13,8 @@ from typing import Iterable, Optional
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfTransformer
+from sklearn.preprocessing import normalize
 
 
 def count_matrix(
@@ -67,9 +69,6 @@ def tfidf_features(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> sp.c
             f"source has {src_counts.shape[0]} sentences but target has "
             f"{tgt_counts.shape[0]}: the two sides of the dataset are not aligned"
         )
-    from sklearn.feature_extraction.text import TfidfTransformer
-    from sklearn.preprocessing import normalize
-
     blocks = [
         TfidfTransformer(norm=None, smooth_idf=True).fit_transform(counts)
         for counts in (src_counts, tgt_counts)
