@@ -148,7 +148,7 @@ def noise_estimates(data, src, tgt, num_pairs, dynamics=None):
 
     ``noise_share_checks``: the share of the training pairs that the pair checks of the
     feature file flag, as the task and ``autoassist-filter`` decide it
-    (:func:`..tools.filter.flagged_pairs`); None, with ``noise_share_checks_missing`` saying
+    (:func:`..features.prepared.flagged_pairs`); None, with ``noise_share_checks_missing`` saying
     why, without a feature file with pair checks. ``noise_share_dynamics``: with *dynamics*
     (the ``--losses-out`` files of an early and a late checkpoint), the share the training
     dynamics flag (:func:`.dynamics.pair_dynamics`). ``noise_share``: the share flagged by

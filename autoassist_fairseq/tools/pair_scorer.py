@@ -5,7 +5,7 @@ scored.
 OpusCleaner filter share. It turns raw sentence pairs into what ``autoassist-features``
 gives the checks: each side encoded with one joint sentencepiece model (trained on the fit
 sample, as ``scripts/prepare-corpus.sh`` trains it, unless a model is given), the pieces
-counted over one vocabulary in the order :func:`.check_report.joined_counts` builds
+counted over one vocabulary in the order :func:`.mix_preparation.joined_counts` builds
 it (what ``fairseq-preprocess --joined-dictionary`` binarises, up to the order of its ids).
 The checks are fitted once on the fit sample (:func:`..features.pair_checks.fit_checks`) and
 score any number of batches over that vocabulary; a piece the sample lacks is left out of the
