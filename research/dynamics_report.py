@@ -38,19 +38,13 @@ import numpy as np
 from autoassist_fairseq.diagnose.dynamics import BAR, BINS, pair_dynamics, visits_dynamics
 from autoassist_fairseq.features.prepared import flagged_pairs, language_pair
 from autoassist_fairseq.tools.bootstrap import bootstrap
+from autoassist_fairseq.tools.check_dynamics import percentile
 from autoassist_fairseq.tools.check_figures import flag_rates, noise_auc, noise_found_at
 from autoassist_fairseq.tools.labelled_pairs import AUC_NOISE, VALID
 from research.add_noise import LABEL_OF_KIND
 from research.bench import doc_parser
 
 SHARES = (0.05, 0.1, 0.2, 0.3, 0.5)
-
-
-def percentile(values):
-    order = values.argsort(kind="stable")
-    ranks = np.empty(len(values))
-    ranks[order] = np.arange(len(values))
-    return ranks / max(len(values) - 1, 1)
 
 
 def read_mix(prefix):
