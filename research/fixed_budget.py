@@ -4,7 +4,8 @@ learning rate that decays to zero at the arm's own budget.
 
     python -m research.fixed_budget --data DIR --config NAME --corpus NAME --work DIR
         (--budget-epochs N | --budget-updates N) [--seed S ...] [--arms ARM@SHARE,...]
-        [--schedule cosine|linear|rex] [--rule NAME="ARGS" ...] [--inverse-sqrt-run DIR]
+        [--schedule cosine|linear|rex] [--rule NAME="ARGS" ...] [--listed-only]
+        [--inverse-sqrt-run DIR]
         [--async] [--skip-bleu]
         [--extra-args "..."] [--assistant-args "..."] [--results DIR]
     python -m research.fixed_budget --measure-budget RESULTS.json|train.log [--curve NAME]
@@ -84,9 +85,9 @@ SCHEDULE_FLAGS = {"--lr-scheduler", "--min-lr", "--lr-period-updates", "--t-mult
                   "--end-learning-rate", "--power", "--total-num-update", "--force-anneal"}
 
 
-def parse_arms(text, rules=()):
+def parse_arms(text, rules=(), listed_only=False):
     """'ARM@SHARE,...' -> [(arm, share)], in the order given; a rule named by --rule runs
-    at RULE_SHARES after them unless listed here."""
+    at RULE_SHARES after them unless listed here or *listed_only*."""
     known = {*PLAIN_ARMS, "default", "random", *rules}
     arms = []
     for item in filter(None, (s.strip() for s in text.split(","))):
@@ -100,6 +101,8 @@ def parse_arms(text, rules=()):
                                  f"{sorted(known)} and SHARE in (0, 2], e.g. default@0.7")
         arms.append((arm, value))
     named = {a for a, _ in arms}
+    if listed_only:
+        return arms
     return arms + [(rule, s) for rule in rules if rule not in named for s in RULE_SHARES]
 
 
@@ -347,6 +350,8 @@ def parse_cli(argv):
     p.add_argument("--rule", action="append", type=parse_arm, default=[], metavar='NAME="ARGS"',
                    help="an Assistant arm with these flags, at shares "
                         f"{', '.join(map(str, RULE_SHARES))} unless --arms lists it")
+    p.add_argument("--listed-only", action="store_true",
+                   help="only the --arms listed: a --rule that they do not name runs nowhere")
     p.add_argument("--two-stage-passes", type=int, default=4,
                    help="the two-stage arm's first stage in passes over the corpus (default: 4)")
     p.add_argument("--inverse-sqrt-run", type=Path,
@@ -378,7 +383,7 @@ def main(argv=None):
     taken = {*PLAIN_ARMS, "default", "random"} & set(rules)
     if taken:
         raise BenchmarkError(f"--rule {sorted(taken)}: the name is an arm's; choose another")
-    plan = parse_arms(a.arms, rules)
+    plan = parse_arms(a.arms, rules, a.listed_only)
     ctx = {"data": a.data.resolve(), "tokens": tokens, "extra": extra, "corpus": a.corpus,
            "work": (a.work / a.corpus).resolve(), "rules": {"default": [], **rules},
            "sync": a.sync, "schedule": a.schedule, "assistant_extra": shlex.split(a.assistant_args),

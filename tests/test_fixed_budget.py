@@ -107,6 +107,10 @@ def test_arms_list_keeps_its_order_and_rejects_unknown_arms():
                                                                     ("default", 0.7)]
     rules = fixed_budget.parse_arms("plain@1.0", ["reducible"])
     assert rules == [("plain", 1.0)] + [("reducible", s) for s in fixed_budget.RULE_SHARES]
+    assert fixed_budget.parse_arms("plain@1.0", ["reducible"], listed_only=True) == \
+        [("plain", 1.0)]
+    assert fixed_budget.parse_arms("reducible@0.7", ["reducible"], listed_only=True) == \
+        [("reducible", 0.7)]
     for bad in ("plain", "foo@0.7", "default@0", "default@x"):
         with pytest.raises(BenchmarkError, match="expected ARM@SHARE"):
             fixed_budget.parse_arms(bad)

@@ -88,17 +88,25 @@ def test_kill_verdict_fails_a_run_that_ends_by_a_signal():
 
 def test_fixed_budget_on_a_gpu_runs_each_arm_without_cpu(tiny_data, tmp_path):
     """research/gpu/fixed_budget.sh: one research.fixed_budget process per item, the config's
-    --cpu and the tools' own dropped, an item's arms one after the other, all packed."""
+    --cpu and the tools' own dropped, an item's arms one after the other, all packed; the
+    --runs-tgz folders unpacked where the arms look for them."""
     import tarfile
 
     tgz = tmp_path / "data.tgz"
     with tarfile.open(tgz, "w:gz") as tar:
         for path in tiny_data.iterdir():
             tar.add(path, arcname=path.name)
+    made = tmp_path / "made" / "filtered-data"
+    made.mkdir(parents=True)
+    (made / "done").write_text("3 of 40 pairs flagged\n")
+    runs_tgz = tmp_path / "runs.tgz"
+    with tarfile.open(runs_tgz, "w:gz") as tar:
+        tar.add(made, arcname="filtered-data")
     out, work = tmp_path / "out", tmp_path / "work"
     proc = subprocess.run(
         ["bash", "research/gpu/fixed_budget.sh", "--no-install", "--data-tgz", str(tgz),
-         "--corpus", "tiny", "--budget-updates", "20", "--config", "demo/transformer_tiny",
+         "--runs-tgz", str(runs_tgz), "--corpus", "tiny", "--budget-updates", "20",
+         "--config", "demo/transformer_tiny",
          "--arms", "plain@1.0,default@0.5+random@0.5", "--seed", "2", "--work", str(work),
          "--out", str(out),
          "--deadline", "200", "--", "--dry-run"],
@@ -118,6 +126,8 @@ def test_fixed_budget_on_a_gpu_runs_each_arm_without_cpu(tiny_data, tmp_path):
     assert both.index("default-0.50B-s2:") < both.index("random-0.50B-s2:")
     assert len(commands) == 3 and not any("--cpu" in c.split() for c in commands), commands
     assert "--max-update 20" in plain
+    assert (work / "runs" / "tiny" / "filtered-data" / "done").read_text() == \
+        "3 of 40 pairs flagged\n"
 
 
 def test_cpp_traces_print_every_thread_on_an_abort():

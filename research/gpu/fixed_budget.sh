@@ -10,21 +10,30 @@ usage() {
     cat <<EOF
 Usage: bash research/gpu/fixed_budget.sh --data-tgz FILE --corpus NAME
            (--budget-epochs N | --budget-updates N) --arms ARM@SHARE,... [--config NAME]
-           [--seed S] [--check-steps LIST] [--deadline S] [--work DIR] [--out DIR]
-           [--no-install] [-- FIXED_BUDGET_ARGS...]
+           [--seed S] [--runs-tgz FILE] [--check-steps LIST] [--check-args "..."]
+           [--deadline S] [--work DIR] [--out DIR] [--no-install] [-- FIXED_BUDGET_ARGS...]
 
   --data-tgz FILE    a prepared data directory (prepare-corpus.sh's output: fairseq data,
                      features, raw/test.*) packed with tar czf, carried with the repository
   --corpus NAME      its name in the summaries
   --budget-epochs N, --budget-updates N
                      B, as for research.fixed_budget
-  --arms LIST        ARM@SHARE,...: one research.fixed_budget process per arm, all at once
+  --arms LIST        ARM@SHARE,...: one research.fixed_budget process per arm, all at once,
+                     each running only its own (--listed-only: a --rule after -- runs
+                     where an item names it)
                      (random@S needs default@S first: list them as one item,
                      "default@0.7+random@0.7", which run one after the other)
   --config NAME      configs/**/NAME.args (default multi30k/transformer_small); its --cpu
                      is dropped (run_benchmark --gpu)
   --seed "S ..."     seeds (default 1); each item runs once per seed, all at once
-  --check-steps LIST also run research/gpu/check.sh --steps LIST beside the arms
+  --runs-tgz FILE    folders made beforehand for the runs of this corpus, unpacked into
+                     WORK/runs/NAME: the filtered corpora of plain-checked (filtered-data)
+                     and plain-opusfilter (opusfilter-data, which needs opusfilter, absent
+                     on the GPU machine), written where they will be used (their links
+                     point into WORK/data/NAME, the unpacked --data-tgz)
+  --check-steps LIST also run research/gpu/check.sh --steps LIST beside the arms, on the
+                     unpacked --data-tgz corpus
+  --check-args "..." more options for that check.sh (e.g. --cpp-traces)
   --deadline S       seconds after the start at which unfinished runs are stopped
                      (default 540); the packing then takes a few seconds
   --work DIR         (default /tmp/autoassist-gpu-fixed-budget)
@@ -34,10 +43,13 @@ Usage: bash research/gpu/fixed_budget.sh --data-tgz FILE --corpus NAME
   --no-install       use the current Python as it is
   -- ARGS...         more options for every research.fixed_budget process (--skip-bleu,
                      --extra-args "...", --dry-run, ...)
+
+Settings: PYTHON (with --no-install: the interpreter), OMP_NUM_THREADS (each run's CPU
+threads, default 2; 1 where the processes outnumber half the cores).
 EOF
 }
 
-TGZ=""; CORPUS=""; BUDGET=(); ARMS=""; CONFIG=multi30k/transformer_small; SEED=1; CHECK=""
+TGZ=""; RUNS_TGZ=""; CHECK_ARGS=""; CORPUS=""; BUDGET=(); ARMS=""; CONFIG=multi30k/transformer_small; SEED=1; CHECK=""
 DEADLINE=540; WORK=/tmp/autoassist-gpu-fixed-budget; OUT_DIR="${OUT:-$PWD/gpu-fixed-budget-out}"
 INSTALL=1; MORE=()
 while [[ $# -gt 0 ]]; do
@@ -48,7 +60,9 @@ while [[ $# -gt 0 ]]; do
         --arms) ARMS="$2"; shift 2 ;;
         --config) CONFIG="$2"; shift 2 ;;
         --seed) SEED="$2"; shift 2 ;;
+        --runs-tgz) RUNS_TGZ="$2"; shift 2 ;;
         --check-steps) CHECK="$2"; shift 2 ;;
+        --check-args) CHECK_ARGS="$2"; shift 2 ;;
         --deadline) DEADLINE="$2"; shift 2 ;;
         --work) WORK="$2"; shift 2 ;;
         --out) OUT_DIR="$2"; shift 2 ;;
@@ -60,6 +74,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -f "$TGZ" && -n "$CORPUS" && ${#BUDGET[@]} == 2 && -n "$ARMS" ]] \
     || { echo "fixed_budget.sh: --data-tgz FILE, --corpus, a budget and --arms are required (see --help)" >&2; exit 2; }
+[[ -z "$RUNS_TGZ" || -f "$RUNS_TGZ" ]] \
+    || { echo "fixed_budget.sh: --runs-tgz $RUNS_TGZ not found" >&2; exit 2; }
 log() { echo "[gpu-fixed-budget] $(date +%T) $*"; }
 mkdir -p "$WORK/console" "$OUT_DIR"
 WORK="$(cd "$WORK" && pwd)"; OUT_DIR="$(cd "$OUT_DIR" && pwd)"
@@ -69,11 +85,14 @@ if [[ $INSTALL == 1 ]]; then
     bash "$REPO_ROOT/research/gpu/check.sh" --install-only --work "$WORK/check"
     PY="$WORK/check/venv/bin/python"
 fi
-export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}" PYTHON="$PY" OMP_NUM_THREADS=2
+export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}" PYTHON="$PY" OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
 export PATH="$(dirname "$(command -v "$PY")"):$PATH"
 
 DATA="$WORK/data/$CORPUS"
 mkdir -p "$DATA" && tar xzf "$TGZ" -C "$DATA"
+if [[ -n "$RUNS_TGZ" ]]; then
+    mkdir -p "$WORK/runs/$CORPUS" && tar xzf "$RUNS_TGZ" -C "$WORK/runs/$CORPUS"
+fi
 
 # the GPU's utilisation and memory every 20 s while the runs go on
 nvidia-smi --query-gpu=timestamp,name,driver_version,utilization.gpu,memory.used --format=csv \
@@ -82,8 +101,10 @@ SMI=$!
 PIDS=()
 if [[ -n "$CHECK" ]]; then
     log "GPU check, steps $CHECK"
+    # shellcheck disable=SC2086  # CHECK_ARGS: several options
     setsid bash "$REPO_ROOT/research/gpu/check.sh" --no-install --steps "$CHECK" --work "$WORK/check" \
-        --out "$OUT_DIR" --time-limit "$(( DEADLINE - SECONDS ))" > "$WORK/console/check.log" 2>&1 &
+        --data "$DATA" --out "$OUT_DIR" --time-limit "$(( DEADLINE - SECONDS ))" $CHECK_ARGS \
+        > "$WORK/console/check.log" 2>&1 &
     PIDS+=($!)
 fi
 IFS=, read -r -a ITEMS <<< "$ARMS"
@@ -92,7 +113,8 @@ for seed in $SEED; do for item in "${ITEMS[@]}"; do
     log "arms $item, seed $seed"
     setsid bash -c 'for arm in ${1//+/ }; do
             "$PYTHON" -m research.gpu.run_benchmark fixed_budget --gpu --data "$2" --config "$3" \
-                --corpus "$4" --work "$5" --results "$6" --seed "$7" --arms "$arm" "${@:8}" || exit
+                --corpus "$4" --work "$5" --results "$6" --seed "$7" --arms "$arm" --listed-only \
+                "${@:8}" || exit
         done' _ "$item" "$DATA" "$CONFIG" "$CORPUS" "$WORK/runs" "$WORK/results/$tag" "$seed" "${BUDGET[@]}" "${MORE[@]}" \
         > "$WORK/console/arms-$tag.log" 2>&1 &
     PIDS+=($!)
