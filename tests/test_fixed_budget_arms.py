@@ -114,3 +114,25 @@ def test_a_tiny_two_stage_run_filters_by_its_dynamics_and_continues(tiny_data, t
     assert row["updates"] == 4 * passes - round(2 * passes / 3)
     assert row["budget_share"] == 1.0
     assert row["boss_tokens"] > 0
+
+
+def test_filter_kinds_gives_the_share_of_each_kind_a_filter_dropped(tmp_path):
+    """research.filter_kinds: per noise kind, the share of its prepared pairs missing from
+    the filtered corpus (raw lines through train.kept-lines)."""
+    import json
+
+    from research import filter_kinds
+
+    labels = tmp_path / "train.labels"
+    labels.write_text("clean\ncopy\nclean\ncopy\ncopy\nclean\n")
+    data, filtered = tmp_path / "data", tmp_path / "filtered"
+    for folder, lines in ((data, [0, 1, 2, 3, 5]), (filtered, [0, 2, 3])):
+        folder.mkdir()
+        (folder / "train.kept-lines").write_text("".join(f"{i}\n" for i in lines))
+    out = tmp_path / "kinds.json"
+    filter_kinds.main(["--labels", str(labels), "--data", str(data), str(filtered),
+                       "--out", str(out)])
+    shares = json.loads(out.read_text())[str(filtered)]
+    # line 4 (a copy) was dropped by the preparation: it counts in neither
+    assert shares == {"clean": {"pairs": 3, "dropped": round(1 / 3, 4)},
+                      "copy": {"pairs": 2, "dropped": 0.5}}
