@@ -64,7 +64,7 @@ def test_an_extra_arm_and_the_noise_report(tiny_data, tmp_path):
         assert 0 <= m["noise"]["skipped"] <= 1 and 0 < m["noise"]["trained"] < 1, arm
         assert set(m["noise_by_kind"]) == {"clean", "misaligned"}, arm
         # the toy corpus's checks flag part of its 30% noise: a noise share, a verdict
-        assert m["verdict"] in ("filter", "unmeasured", "no"), arm
+        assert m["verdict"] in ("filter", "noise-rule", "no"), arm
     baseline = row["arms"]["baseline"]["noise"]  # uniform batches: the corpus share
     assert baseline["trained"] == baseline["corpus"] == row["arms"]["autoassist"]["noise"]["corpus"]
     report = (out / "results.md").read_text()

@@ -201,13 +201,13 @@ def test_reducible_shares_and_an_oracle_curve_over_checkpoints(diag_run, tmp_pat
 def _expected_verdict(d):
     """The verdict's rule, written out (diagnose.cli's docstring), from the noise shares of
     the same diagnosis: filter from the noise bar up, no up to the clean corpora's share,
-    unmeasured between; the skip densities play no part."""
+    the noise rule between; the skip densities play no part."""
     share = d["noise_share"]
     if share is None:
         return "no-estimate"
     if share >= d["noise_bar"]:
         return "filter"
-    return "no" if share <= d["clean_share"] else "unmeasured"
+    return "no" if share <= d["clean_share"] else "noise-rule"
 
 
 def _dynamics_files(folder, num_pairs, share=0.25, seed=0):
@@ -230,11 +230,11 @@ def _dynamics_files(folder, num_pairs, share=0.25, seed=0):
     (0.0, None, "no"),            # a clean corpus
     (0.008, None, "no"),          # clean Multi30k: 0.8%
     (0.01, None, "no"),           # inclusive
-    (0.08, None, "unmeasured"),   # no fixed-budget run at such a share
+    (0.08, None, "noise-rule"),   # realistic noise: the checks flag 8.9%
     (None, None, "no-estimate"),  # no feature file with pair checks, no dynamics
     (0.0, 0.25, "filter"),        # the dynamics find what the checks miss
     (None, 0.005, "no"),
-    (0.005, 0.05, "unmeasured"),
+    (0.005, 0.05, "noise-rule"),
 ])
 def test_verdict_rule(checks, dynamics, expected):
     files = ("F.npz", "L.npz") if dynamics is not None else None
@@ -251,9 +251,13 @@ def test_verdict_rule(checks, dynamics, expected):
     elif code == "no":
         assert command.startswith("fairseq-train work/crawl --task translation")
         assert "--lr-scheduler rex" in command and "autoassist-filter" not in command
-    elif code == "unmeasured":
-        assert "no fixed-budget run was measured" in reason
-        assert "autoassist-filter" in command and "fairseq-train work/crawl" in command
+    elif code == "noise-rule":
+        assert "35.73 against 34.45 and 34.25" in reason and "the filter alone did not pay" in reason
+        rule, plain = command.split("; and ")
+        assert rule.startswith("fairseq-train work/crawl --user-dir autoassist_fairseq")
+        assert "--assistant-rule noise" in rule and "--max-update BUDGET" in rule
+        assert plain.startswith("fairseq-train work/crawl --task translation")
+        assert "autoassist-filter" not in command
     else:
         assert command is None and "autoassist-features" in reason
     # the union of both estimates, where given, decides
@@ -372,7 +376,8 @@ def test_bad_arguments_are_clear_errors(tmp_path):
     assert bad.returncode == 2 and "--reference-share 1.5: must be in (0, 1)" in bad.stderr
     helped = run([BIN / "autoassist-diagnose", "--help"])
     # each verdict with the evidence behind it, and where the figures are
-    for text in ("filter", "unmeasured", "no-estimate", "--dynamics FIRST LAST", "19.6%",
+    for text in ("filter", "noise-rule", "no-estimate", "--dynamics FIRST LAST", "19.6%",
+                 "8.9% of the prepared pairs", "docs/results/noise/gpu-h200/summary.json",
                  "35.73 against 34.91", "4.367 / BLEU 35.73", "docs/results/converged/README.md",
                  "summary.json"):
         assert text in " ".join(helped.stdout.split()), text

@@ -88,13 +88,15 @@ def density(loss_share, token_share):
 
 
 def plan_commands(data="DATA", dynamics=None):
-    """The commands behind the verdicts: (filter, plain). *dynamics*: the two losses files of
-    ``--dynamics``, added to the filter's command."""
+    """The commands behind the verdicts: (filter, plain, noise rule). *dynamics*: the two
+    losses files of ``--dynamics``, added to the filter's command."""
     more = f" --dynamics {dynamics[0]} {dynamics[1]}" if dynamics else ""
     return (f"autoassist-filter {data}{more} --out FILTERED, then fairseq-train FILTERED "
             "--task translation --lr-scheduler cosine --min-lr 0 --max-update BUDGET",
             f"fairseq-train {data} --task translation --lr-scheduler cosine --min-lr 0 "
-            "--max-update BUDGET (or --user-dir autoassist_fairseq --lr-scheduler rex)")
+            "--max-update BUDGET (or --user-dir autoassist_fairseq --lr-scheduler rex)",
+            f"fairseq-train {data} --user-dir autoassist_fairseq --task autoassist_translation "
+            "--assistant-rule noise --lr-scheduler cosine --min-lr 0 --max-update BUDGET")
 
 
 def verdict(noise_share_checks, noise_share_dynamics=None, noise_share=None,
@@ -119,13 +121,14 @@ def verdict(noise_share_checks, noise_share_dynamics=None, noise_share=None,
         dynamics (sequence of two str, optional): the ``--dynamics`` files, for the commands.
 
     Returns:
-        (str, str, str or None): ``filter``, ``no``, ``unmeasured`` or ``no-estimate``, a
+        (str, str, str or None): ``filter``, ``no``, ``noise-rule`` or ``no-estimate``, a
         sentence saying why, and the command to run (None where the figures do not say).
     """
     shares = [s for s in (noise_share_checks, noise_share_dynamics) if s is not None]
     if noise_share is None and shares:
         noise_share = max(shares)
-    filter_cmd, plain_cmd = plan_commands(data, dynamics if noise_share_dynamics else None)
+    filter_cmd, plain_cmd, rule_cmd = plan_commands(data, dynamics if noise_share_dynamics
+                                                    else None)
     if noise_share is None:
         return "no-estimate", ("no noise estimate: the data directory has no feature file with "
                                "pair checks (autoassist-features DATA --source-lang SRC "
@@ -155,11 +158,17 @@ def verdict(noise_share_checks, noise_share_dynamics=None, noise_share=None,
                       "with a schedule fitted to the budget, not even a near-oracle ranking "
                       "(the history arm at 0.7 B: 35.73 against 36.30 BLEU): train plain "
                       "fairseq"), plain_cmd
-    return "unmeasured", (f"{flagged}: between the clean corpora's share ({clean_share:.0%}) "
-                          f"and the noisy corpus's ({noise_bar:.0%}), where no fixed-budget "
-                          "run was measured; skipping easy pairs did not pay at either end. "
-                          "Compare plain fairseq on DATA and on the filtered corpus at the "
-                          "budget"), f"{filter_cmd}; and {plain_cmd}"
+    return "noise-rule", (f"{flagged}: between the clean corpora's share ({clean_share:.0%}) "
+                          f"and the synthetic noisy corpus's ({noise_bar:.0%}). On Multi30k "
+                          "with 30% realistic synthetic noise (neighbours' targets, cut "
+                          "targets, boilerplate, copies, wrong-language targets; the checks "
+                          "flag 8.9% of its pairs) the plugin's noise rule at 0.85 B ended 1.3 "
+                          "BLEU above plain fairseq at B and 1.5 above plain fairseq on the "
+                          "filtered corpus at 0.85 B (35.73 against 34.45 and 34.25, two "
+                          "seeds), at a validation loss 0.18 higher; the filter alone did not "
+                          "pay there. No real crawled corpus was trained at a budget: compare "
+                          "the noise rule with plain fairseq at the budget"), \
+        f"{rule_cmd}; and {plain_cmd}"
 
 
 def oracle_figures(losses, ntok, floor, reference_share):
