@@ -22,7 +22,9 @@ Usage: bash research/gpu/fixed_budget.sh --data-tgz FILE --corpus NAME
                      each running only its own (--listed-only: a --rule after -- runs
                      where an item names it)
                      (random@S needs default@S first: list them as one item,
-                     "default@0.7+random@0.7", which run one after the other)
+                     "default@0.7+random@0.7", which run one after the other);
+                     ARM@SHARE/SCHEDULE gives that run --schedule SCHEDULE (cosine,
+                     linear or rex), e.g. "plain@0.7/rex,plain@0.7/linear,plain@0.7"
   --config NAME      configs/**/NAME.args (default multi30k/transformer_small); its --cpu
                      is dropped (run_benchmark --gpu)
   --seed "S ..."     seeds (default 1); each item runs once per seed, all at once
@@ -109,12 +111,13 @@ if [[ -n "$CHECK" ]]; then
 fi
 IFS=, read -r -a ITEMS <<< "$ARMS"
 for seed in $SEED; do for item in "${ITEMS[@]}"; do
-    tag="${item//[@+]/_}-s$seed"
+    tag="${item//[@+\/]/_}-s$seed"
     log "arms $item, seed $seed"
     setsid bash -c 'for arm in ${1//+/ }; do
+            schedule=(); [[ "$arm" == */* ]] && schedule=(--schedule "${arm#*/}")
             "$PYTHON" -m research.gpu.run_benchmark fixed_budget --gpu --data "$2" --config "$3" \
-                --corpus "$4" --work "$5" --results "$6" --seed "$7" --arms "$arm" --listed-only \
-                "${@:8}" || exit
+                --corpus "$4" --work "$5" --results "$6" --seed "$7" --arms "${arm%%/*}" \
+                --listed-only "${@:8}" "${schedule[@]}" || exit
         done' _ "$item" "$DATA" "$CONFIG" "$CORPUS" "$WORK/runs" "$WORK/results/$tag" "$seed" "${BUDGET[@]}" "${MORE[@]}" \
         > "$WORK/console/arms-$tag.log" 2>&1 &
     PIDS+=($!)
