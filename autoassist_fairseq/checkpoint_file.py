@@ -16,10 +16,13 @@ before it leaves ``checkpoint_last.pt`` whole but older than what that save wrot
 """
 
 import glob
+import logging
 import os
 import re
 import zipfile
 import zlib
+
+logger = logging.getLogger(__name__)
 
 _ZIP = b"PK\x03\x04"
 _PICKLE = b"\x80"  # torch's legacy format: a pickle, protocol 2 or later
@@ -118,3 +121,45 @@ def resume_checkpoint(save_dir: str, restore_file: str) -> str:
     if restore_file == "checkpoint_last.pt":
         return os.path.join(save_dir, restore_file)
     return restore_file
+
+
+def check_resume_checkpoint(cfg) -> None:
+    """Raise ValueError, naming the file and the fix (the newest whole checkpoint beside it),
+    where the checkpoint fairseq-train would resume from (``--save-dir``/``--restore-file``)
+    exists but is not whole; warn where the default ``checkpoint_last.pt`` is whole but
+    older than checkpoints beside it (a save cut off before its copy to it)."""
+    save_dir, restore_file = getattr(cfg, "save_dir", None), getattr(cfg, "restore_file", None)
+    if not save_dir or not restore_file:  # a config without the checkpoint group's values
+        return
+    path = resume_checkpoint(save_dir, restore_file)
+    if not os.path.isfile(path):
+        return
+
+    def fix():
+        newest = newest_whole_checkpoint(path)
+        if newest is None:
+            folder = os.path.dirname(path) or "."
+            return (f"give --restore-file another checkpoint (no other checkpoint*.pt in "
+                    f"{folder} is whole), or remove it to start the run afresh")
+        return (f"give --restore-file another checkpoint: the newest whole one beside it is "
+                f"{newest} (a save cut off by a kill or a full disk leaves its first file "
+                "whole, and checkpoint_last.pt, which fairseq copies last, cut), so resume with "
+                f"--restore-file {newest}; or remove it to start the run afresh")
+
+    check_checkpoint_file(path, fix)
+    if restore_file != "checkpoint_last.pt":
+        return  # a checkpoint chosen by hand: newer ones beside it may be left on purpose
+    newer = newer_checkpoints(path)
+    if newer:
+        whole = [p for p, problem in newer if problem is None]
+        logger.warning(
+            f"{path}, which this run resumes from, is older than what the last save wrote "
+            "before it: " + "; ".join(f"{p}, " + ("whole" if problem is None else
+                                                  f"which {problem}") for p, problem in newer)
+            + ". That save was cut off (e.g. by a kill) before it rewrote checkpoint_last.pt, "
+            "which fairseq copies last. This run goes on from the older checkpoint_last.pt, "
+            "whole and consistent"
+            + (f"; to go on from the newer save instead, stop it and resume with "
+               f"--restore-file {whole[0]}" if whole else "")
+            + ("; remove the damaged files, which fairseq-generate or a later resume would "
+               "fail on" if len(whole) < len(newer) else ""))

@@ -586,7 +586,7 @@ def test_the_resume_check_names_only_checkpoints_that_fairseq_saved(tmp_path, ca
 
     import torch
 
-    from autoassist_fairseq.tasks.autoassist_translation import check_resume_checkpoint
+    from autoassist_fairseq.checkpoint_file import check_resume_checkpoint
 
     def saved(name, when, whole=True):
         path = tmp_path / name

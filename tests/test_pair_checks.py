@@ -11,8 +11,9 @@ from autoassist_fairseq.features.pair_checks import (COLUMNS, FLAG_PROBABILITY,
                                                      check_scores, digit_scores, flag_counts,
                                                      flagged, language_scores,
                                                      other_language_probability, pair_checks,
-                                                     settings_from_args, unrelated_p_value)
+                                                     settings_from_args)
 from autoassist_fairseq.features.lexical import LEXICAL_BAR, lexical_scores
+from autoassist_fairseq.features.unrelated_check import lsi_components, unrelated_p_value
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix
 from autoassist_fairseq.features.tfidf import count_matrix, tfidf_features
 from utils import TINY_TRANSFORMER, read_trace, run, train_args
@@ -97,7 +98,6 @@ def test_lsi_components_are_truncated_svds_to_the_bit(shape):
     check computes them without the projection that fit adds)."""
     from sklearn.decomposition import TruncatedSVD
 
-    from autoassist_fairseq.features.pair_checks import lsi_components
 
     rng = np.random.default_rng(3)
     rows = sp.random(*shape, density=0.1, format="csr", dtype=np.float32, random_state=rng)

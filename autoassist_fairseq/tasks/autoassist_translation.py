@@ -10,7 +10,6 @@ and ``fairseq-interactive`` are those of ``translation``. The flags and their ch
 
 import functools
 import logging
-import os
 from typing import Optional
 
 import numpy as np
@@ -20,8 +19,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask
 
 from .. import metrics as aa_metrics
-from ..checkpoint_file import (check_checkpoint_file, newer_checkpoints,
-                               newest_whole_checkpoint, resume_checkpoint)
+from ..checkpoint_file import check_resume_checkpoint
 from ..assistant import Assistant
 from ..data.batch_generator import BatchGenerator
 from .batch_iterator import AutoAssistEpochBatchIterator
@@ -179,48 +177,6 @@ class AutoAssistTranslationTask(TranslationTask):
             if aa_metrics.reduce(logging_outputs, itr.run_totals,
                                  on_failure=itr.stop_on_failure):
                 itr.end_update()  # every rank, after the step: the states a save needs
-
-
-def check_resume_checkpoint(cfg) -> None:
-    """Raise ValueError, naming the file and the fix (the newest whole checkpoint beside it),
-    where the checkpoint fairseq-train would resume from (``--save-dir``/``--restore-file``)
-    exists but is not whole; warn where the default ``checkpoint_last.pt`` is whole but
-    older than checkpoints beside it (a save cut off before its copy to it)."""
-    save_dir, restore_file = getattr(cfg, "save_dir", None), getattr(cfg, "restore_file", None)
-    if not save_dir or not restore_file:  # a config without the checkpoint group's values
-        return
-    path = resume_checkpoint(save_dir, restore_file)
-    if not os.path.isfile(path):
-        return
-
-    def fix():
-        newest = newest_whole_checkpoint(path)
-        if newest is None:
-            folder = os.path.dirname(path) or "."
-            return (f"give --restore-file another checkpoint (no other checkpoint*.pt in "
-                    f"{folder} is whole), or remove it to start the run afresh")
-        return (f"give --restore-file another checkpoint: the newest whole one beside it is "
-                f"{newest} (a save cut off by a kill or a full disk leaves its first file "
-                "whole, and checkpoint_last.pt, which fairseq copies last, cut), so resume with "
-                f"--restore-file {newest}; or remove it to start the run afresh")
-
-    check_checkpoint_file(path, fix)
-    if restore_file != "checkpoint_last.pt":
-        return  # a checkpoint chosen by hand: newer ones beside it may be left on purpose
-    newer = newer_checkpoints(path)
-    if newer:
-        whole = [p for p, problem in newer if problem is None]
-        logger.warning(
-            f"{path}, which this run resumes from, is older than what the last save wrote "
-            "before it: " + "; ".join(f"{p}, " + ("whole" if problem is None else
-                                                  f"which {problem}") for p, problem in newer)
-            + ". That save was cut off (e.g. by a kill) before it rewrote checkpoint_last.pt, "
-            "which fairseq copies last. This run goes on from the older checkpoint_last.pt, "
-            "whole and consistent"
-            + (f"; to go on from the newer save instead, stop it and resume with "
-               f"--restore-file {whole[0]}" if whole else "")
-            + ("; remove the damaged files, which fairseq-generate or a later resume would "
-               "fail on" if len(whole) < len(newer) else ""))
 
 
 def _all_gather(obj):
