@@ -393,12 +393,12 @@ def test_an_undecodable_message_of_the_assistant_is_an_error_not_the_pipes_end(p
     import queue
     import threading
 
-    from autoassist_fairseq.transport import process
+    from autoassist_fairseq.transport.channel import start_reader
 
     inbound, outbound = mp.Pipe(duplex=False)
     errors, stop = [], threading.Event()
     outbound.send_bytes(payload)
-    reader = process._start_reader("test", inbound, queue.Queue(), stop, errors)
+    reader = start_reader("test", inbound, queue.Queue(), stop, errors)
     reader.join(10)
     stop.set()
     outbound.close()

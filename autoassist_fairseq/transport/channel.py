@@ -10,11 +10,16 @@ reader sees a control message only after every message put before it, or its dro
 
 The reading side is a plain ``Connection``: ``recv`` raises ``EOFError`` (or ``OSError``
 mid-message) once the writer is gone, provided no other process holds a copy of the
-write end, which :class:`~.process.AssistantProcess` ensures by closing its copies.
+write end, which :class:`~.process.AssistantProcess` ensures by closing its copies. In the
+Boss, :func:`start_reader` reads such a connection in a daemon thread into a local queue.
 """
 
+import queue
 import threading
 from collections import deque
+from multiprocessing.reduction import ForkingPickler
+
+from .messages import POLL_INTERVAL, AssistantError
 
 
 class SenderClosed(RuntimeError):
@@ -106,3 +111,47 @@ class Sender:
         self._thread.join(timeout)
         if not self._thread.is_alive():
             self.conn.close()
+
+
+def start_reader(name, src, dst, stop, errors, received=None):
+    """A daemon thread that moves complete messages from pipe end *src* to local queue *dst*
+    (:func:`_relay`): the Boss then waits on *dst*, never on a pipe a dying process may
+    leave mid-message."""
+    thread = threading.Thread(target=_relay, args=(src, dst, stop, errors, received),
+                              name=f"autoassist-{name}-reader", daemon=True)
+    thread.start()
+    return thread
+
+
+def _relay(src, dst, stop, errors, received=None):
+    """Move complete messages from pipe end *src* to local queue *dst* until *stop* is set
+    or the pipe ends; an :class:`AssistantError` goes to *errors*. *received* (a shared
+    counter, this thread its only writer) counts the messages read."""
+    while not stop.is_set():
+        try:
+            if not src.poll(POLL_INTERVAL):
+                continue
+            data = src.recv_bytes()
+        except (EOFError, OSError, ValueError):
+            return  # the process is gone (OSError: it died mid-message) or shut down
+        try:
+            # apart from the read: unpickling a damaged message raises EOFError or
+            # ValueError too, which must not pass for the pipe's end
+            msg = ForkingPickler.loads(data)
+        except Exception as err:  # noqa: BLE001  (whatever unpickling raises)
+            errors.append(f"the Boss could not read a message of the Assistant process "
+                          f"({len(data)} bytes: {err!r}): a message damaged in the pipe; the "
+                          "run cannot go on with this Assistant (--assistant-sync makes the "
+                          "batches in the Boss's process, without a pipe)")
+            return
+        if isinstance(msg, AssistantError):
+            errors.append(f"the Assistant process died: {msg.message}")
+            continue
+        if received is not None:
+            received.value += 1
+        while not stop.is_set():
+            try:
+                dst.put(msg, timeout=POLL_INTERVAL)  # blocks while the Boss holds enough
+                break
+            except queue.Full:
+                pass

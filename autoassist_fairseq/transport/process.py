@@ -33,12 +33,11 @@ import signal
 import threading
 import time
 import weakref
-from multiprocessing.reduction import ForkingPickler
 
 from . import worker
-from .channel import Sender, SenderClosed
+from .channel import Sender, SenderClosed, start_reader
 from .messages import (DRAIN_GRACE, JOIN_TIMEOUT, POLL_INTERVAL, REPLY_TIMEOUT, STOP,
-                       AssistantError, RestartStream, LoadState, LossMsg, StateRequest)
+                       RestartStream, LoadState, LossMsg, StateRequest)
 
 logger = logging.getLogger(__name__)
 
@@ -98,9 +97,9 @@ class AssistantProcess:
         self._errors = []  # relayed tracebacks and read failures, filled by the readers
         self._stop_readers = threading.Event()
         # The threads get no reference to self, so that __del__ can still run.
-        self._window_reader = _start_reader("windows", windows_r, self._windows,
+        self._window_reader = start_reader("windows", windows_r, self._windows,
                                             self._stop_readers, self._errors, received)
-        self._reply_reader = _start_reader("replies", replies_r, self._replies,
+        self._reply_reader = start_reader("replies", replies_r, self._replies,
                                            self._stop_readers, self._errors)
         _live.add(self)
 
@@ -244,47 +243,6 @@ class AssistantProcess:
             self.shutdown()
         except Exception:
             pass
-
-
-def _start_reader(name, src, dst, stop, errors, received=None):
-    thread = threading.Thread(target=_relay, args=(src, dst, stop, errors, received),
-                              name=f"autoassist-{name}-reader", daemon=True)
-    thread.start()
-    return thread
-
-
-def _relay(src, dst, stop, errors, received=None):
-    """Move complete messages from pipe end *src* to local queue *dst* until *stop* is set
-    or the pipe ends; an :class:`AssistantError` goes to *errors*. *received* (a shared
-    counter, this thread its only writer) counts the messages read."""
-    while not stop.is_set():
-        try:
-            if not src.poll(POLL_INTERVAL):
-                continue
-            data = src.recv_bytes()
-        except (EOFError, OSError, ValueError):
-            return  # the process is gone (OSError: it died mid-message) or shut down
-        try:
-            # apart from the read: unpickling a damaged message raises EOFError or
-            # ValueError too, which must not pass for the pipe's end
-            msg = ForkingPickler.loads(data)
-        except Exception as err:  # noqa: BLE001  (whatever unpickling raises)
-            errors.append(f"the Boss could not read a message of the Assistant process "
-                          f"({len(data)} bytes: {err!r}): a message damaged in the pipe; the "
-                          "run cannot go on with this Assistant (--assistant-sync makes the "
-                          "batches in the Boss's process, without a pipe)")
-            return
-        if isinstance(msg, AssistantError):
-            errors.append(f"the Assistant process died: {msg.message}")
-            continue
-        if received is not None:
-            received.value += 1
-        while not stop.is_set():
-            try:
-                dst.put(msg, timeout=POLL_INTERVAL)  # blocks while the Boss holds enough
-                break
-            except queue.Full:
-                pass
 
 
 def _exit_cause(exitcode) -> str:
