@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Runs :mod:`autoassist_fairseq.prepare.clean_corpus` of this checkout; its --help describes
-the command, scripts/_prepare_module.py says why it is loaded from its file."""
+"""Runs :mod:`autoassist_fairseq.prepare.clean_corpus` of this checkout; its --help describes the
+command. Importing the package loads neither torch nor fairseq (it registers with fairseq
+only where fairseq is imported already), so each step of scripts/prepare-corpus.sh starts fast."""
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _prepare_module import load  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package first
+from autoassist_fairseq.prepare import clean_corpus  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(load("clean_corpus").main())
+    sys.exit(clean_corpus.main())

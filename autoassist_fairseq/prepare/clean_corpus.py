@@ -31,16 +31,13 @@ whitespace-normalised (runs of spaces, tabs and other separators become one spac
 """
 
 import argparse
-import gzip
-import io
 import os
-import re
 import sys
-from typing import List, Optional
+from typing import Optional
 
 import numpy as np
 
-_SPACES = re.compile(r"\s+")
+from .text_files import count_lines, lengths, normalise, open_text, read_line_ids
 
 EPILOG = """example (the pre-BPE and the subword filters of scripts/prepare-corpus.sh):
   python scripts/clean_corpus.py --in-src raw/train.ja.gz --in-tgt raw/train.en.gz \\
@@ -61,23 +58,6 @@ RULES = {
               "{slack_text}",
               "change with --ratio R, --absolute-ratio or --no-ratio-filter (or --ratio-slack N)"),
 }
-
-
-def open_text(path: str, mode: str = "r"):
-    """Open *path* as UTF-8 text, gunzipping ``.gz`` files; lines end at ``\\n`` only."""
-    if path.endswith(".gz"):
-        raw = gzip.open(path, mode.replace("t", "") + "b")
-        return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
-    return open(path, mode, encoding="utf-8", errors="replace", newline="\n")
-
-
-def count_lines(path: str) -> int:
-    with open_text(path) as f:
-        return sum(1 for _ in f)
-
-
-def normalise(line: str) -> str:
-    return _SPACES.sub(" ", line).strip()
 
 
 def keep_pair(src_words: int, tgt_words: int, min_len: int, max_len: int, ratio: float,
@@ -124,26 +104,6 @@ def median_ratio(src_tokens: np.ndarray, tgt_tokens: np.ndarray) -> float:
     if not ok.any():
         return 1.0
     return float(np.exp(np.median(np.log(src_tokens[ok] / tgt_tokens[ok]))))
-
-
-def read_line_ids(path: str, n: int) -> List[int]:
-    with open(path, encoding="utf-8") as f:
-        ids = [int(x) for x in f.read().split()]
-    if len(ids) != n:
-        raise ValueError(f"{path} holds {len(ids)} line ids but the input has {n} lines; "
-                         "it must be the --line-ids-out of the step that wrote the input")
-    return ids
-
-
-def lengths(path: str):
-    """Token and character counts of every (normalised) line of *path*."""
-    toks, chars = [], []
-    with open_text(path) as f:
-        for line in f:
-            line = normalise(line)
-            toks.append(len(line.split(" ")) if line else 0)
-            chars.append(len(line))
-    return np.asarray(toks, dtype=np.int64), np.asarray(chars, dtype=np.int64)
 
 
 def report(counts: dict, n: int, kept: int, args, center: float) -> None:
