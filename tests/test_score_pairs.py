@@ -222,7 +222,8 @@ def test_a_text_is_encoded_from_its_words_to_sentencepieces_pieces(corpus):
     """The scorer encodes each distinct word of a batch once: a text's pieces are still those
     sentencepiece gives the text (as a piece text: unknown pieces by theirs), tricky texts
     included; a batch with a line break inside a text is encoded text by text."""
-    from autoassist_fairseq.tools.pair_scorer import PairScorer, one_line
+    from autoassist_fairseq.tools.pair_scorer import PairScorer
+    from autoassist_fairseq.tools.sentencepiece_model import one_line
 
     _, _, pairs = corpus
     scorer = PairScorer(pairs, "en", "de", PairCheckSettings(checks=CHECKS), bpe_size=300)

@@ -1,16 +1,16 @@
 """Windows of candidates -> Boss batches of accepted pairs, under fairseq's rules.
 
 The generator is a stream of data passes. A pass visits every pair of the shard exactly
-once, in windows of random pairs (a permutation drawn from ``(seed, pass, shard)``, cut
-into ``window_size`` slices). Each window is scored at once with the Assistant's *current*
-state. Its accepted pairs join a pool with those carried over from earlier windows; once
-the pool holds ``window_size`` pairs it is sorted by length and cut by fairseq's own
-``batch_by_size`` (so ``max_tokens``, ``max_sentences``, ``required_batch_size_multiple``
-and padding follow fairseq), its batches are shuffled, and its partly filled last batch is
-carried on. So batches are always cut from about ``window_size`` pairs, however many are
-skipped, and padding stays near fairseq's. The last window of a pass batches what is left
-and ends the pass; the next pass starts right away, and rejected pairs are candidates again
-there.
+once, in windows of random pairs (a permutation drawn from ``(seed, pass, shard)``, cut into
+``window_size`` slices). Each window is scored at once with the Assistant's *current* state.
+Its accepted pairs join a pool with those carried over from earlier windows; once the pool
+holds ``window_size`` pairs it is sorted by length and cut by fairseq's own
+``batch_by_size`` (``fairseq_batcher``: so ``max_tokens``, ``max_sentences``,
+``required_batch_size_multiple`` and padding follow fairseq), its batches are shuffled, and
+its partly filled last batch is carried on. So batches are always cut from about
+``window_size`` pairs, however many are skipped, and padding stays near fairseq's. The last
+window of a pass batches what is left and ends the pass; the next pass starts right away,
+and rejected pairs are candidates again there.
 
 Windows are random pairs so that consecutive updates mix lengths as fairseq's shuffled
 batches do: windows of similar length give runs of about 18 updates of one length, from
@@ -21,17 +21,18 @@ stream (see ``batch_stream``), so no skipped pair is ever added back to fill a c
 """
 
 import math
-from typing import Callable, List, Optional
+from typing import Callable, Optional
 
 import numpy as np
 
 from ..assistant.acceptance import draw_accepted
+from .fairseq_batcher import FairseqBatcher
 from .plan import WindowPlan
 
 AcceptFn = Callable[[np.ndarray], np.ndarray]
 
 
-class BatchGenerator:
+class BatchGenerator(FairseqBatcher):
     """Utility-aware batches for one shard of a dataset.
 
     Args:
@@ -48,14 +49,11 @@ class BatchGenerator:
     def __init__(self, indices, src_sizes, tgt_sizes, max_tokens=None, max_sentences=None,
                  required_batch_size_multiple=1, window_size=4096, seed=1, num_shards=1,
                  shard_id=0):
-        if max_tokens is None and max_sentences is None:
-            raise ValueError("set --max-tokens or --batch-size: AutoAssist batches need a bound")
+        super().__init__(src_sizes, tgt_sizes, max_tokens, max_sentences,
+                         required_batch_size_multiple)
         if not 0 <= shard_id < num_shards:
             raise ValueError(f"shard_id {shard_id} is not in [0, {num_shards})")
         assert window_size >= 1, "checked by the task's config (--assistant-window)"
-        self.src_sizes = np.asarray(src_sizes, dtype=np.int64)
-        self.tgt_sizes = (np.asarray(tgt_sizes, dtype=np.int64) if tgt_sizes is not None
-                          else np.zeros_like(self.src_sizes))
         # pairs in fairseq's order, dealt round-robin: shards are disjoint and get the same
         # length distribution
         self.shard = np.asarray(indices, dtype=np.int64)[shard_id::num_shards]
@@ -65,8 +63,6 @@ class BatchGenerator:
                              "limits (--max-source-positions, --max-target-positions, "
                              "--max-tokens); train on fewer workers, or check the data and "
                              "those limits")
-        self.max_tokens, self.max_sentences = max_tokens, max_sentences
-        self.bsz_mult = required_batch_size_multiple
         self.window_size = window_size
         self.seed, self.shard_id = seed, shard_id
         # (data pass, seed) of a pass resumed from a state saved under another --seed: that
@@ -91,64 +87,7 @@ class BatchGenerator:
         self.batches_made = 0
         self._order_cache = None
 
-    # -- fairseq batching ----------------------------------------------------------
-    def num_tokens(self, ids: np.ndarray) -> np.ndarray:
-        """Tokens a pair costs in a batch, as LanguagePairDataset.num_tokens counts."""
-        return np.maximum(self.src_sizes[ids], self.tgt_sizes[ids])
-
-    def pair_tokens(self, ids: np.ndarray) -> int:
-        """Real (non-padding) source + target tokens of *ids*."""
-        return int(self.src_sizes[ids].sum() + self.tgt_sizes[ids].sum())
-
-    def make_batches(self, ids: np.ndarray) -> List[np.ndarray]:
-        """Sort *ids* by length, then cut with fairseq's ``batch_by_size``.
-
-        The sort key is a pair's cost in a batch, max(source, target) length, then the sum
-        of both: ``batch_by_size`` bounds batches by that cost, so neighbours in this order
-        pad little on either side. In a pool of a few thousand random pairs fairseq's own
-        order (source length, then target length) leaves a batch's target lengths far apart
-        (window 4096 on Multi30k: 130 batches a pass with it, 109 with this key; fairseq's
-        batches of the whole corpus: 106).
-        """
-        if len(ids) == 0:
-            return []
-        ids = self._sorted(ids)
-        batches = self._batch_by_size(ids, self.bsz_mult)
-        # fairseq 0.12's batch_by_size silently drops its last batch when that batch's size
-        # is not a multiple of required_batch_size_multiple; every accepted pair must reach
-        # the Boss, so they get batches
-        covered = sum(len(b) for b in batches)
-        if covered < len(ids):
-            batches += self._batch_by_size(ids[covered:], 1)
-        return batches
-
-    def _sorted(self, ids: np.ndarray) -> np.ndarray:
-        return ids[np.lexsort((self.src_sizes[ids] + self.tgt_sizes[ids], self.num_tokens(ids)))]
-
-    def _batch_by_size(self, ids, multiple):
-        from fairseq.data import data_utils
-
-        return [np.asarray(b, dtype=np.int64) for b in data_utils.batch_by_size(
-            ids, self.num_tokens, max_tokens=self.max_tokens, max_sentences=self.max_sentences,
-            required_batch_size_multiple=multiple, num_tokens_vec=self.num_tokens(ids))]
-
-    def batch_cost(self, ids: np.ndarray) -> int:
-        """A batch's tokens, padding included, as fairseq's ``batch_by_size`` bounds them by
-        ``--max-tokens``: its size times its longest pair's cost."""
-        return len(ids) * int(self.num_tokens(ids).max()) if len(ids) else 0
-
-    def exceeds_bounds(self, ids: np.ndarray) -> bool:
-        """Whether a batch (cut under other values: a resumed plan) exceeds this generator's
-        ``--max-tokens`` or ``--batch-size``."""
-        return (self.max_tokens is not None and self.batch_cost(ids) > self.max_tokens) or \
-            (self.max_sentences is not None and len(ids) > self.max_sentences)
-
-    def bound_flags(self) -> str:
-        """``--max-tokens N`` and ``--batch-size M``, those set."""
-        return " and ".join(f"{flag} {value}" for flag, value in (
-            ("--max-tokens", self.max_tokens), ("--batch-size", self.max_sentences))
-            if value is not None)
-
+    # -- batch counts and pools ------------------------------------------------------
     def full_batch_count(self) -> int:
         """Batches of one pass over this shard in one pool (about a plain fairseq epoch's)."""
         if self._full_count is None:

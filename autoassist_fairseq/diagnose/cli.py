@@ -84,8 +84,8 @@ import os
 import sys
 
 from .figures import MAX_DENSITY, REFERENCE_SHARE, curve_row
-from .scoring import (DiagnosisError, check_checkpoint, check_data, check_dynamics,
-                      check_output, diagnose)
+from .inputs import DiagnosisError, check_checkpoint, check_data, check_dynamics, check_output
+from .scoring import diagnose
 
 
 def losses_paths(losses_out, checkpoints):

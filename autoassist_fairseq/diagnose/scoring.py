@@ -1,6 +1,7 @@
 """``autoassist-diagnose``'s scoring: load a checkpoint's Boss, task and Assistant, compute
 every pair's Boss loss (eval mode) and the Assistant's P(accept), and assemble the figures
-(``figures``) into one result. The figures' meaning: autoassist_fairseq.diagnose.
+(``figures``) and the noise shares (``noise_shares``) into one result. The figures' meaning:
+autoassist_fairseq.diagnose.
 """
 
 import logging
@@ -12,91 +13,13 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..checkpoint_file import CheckpointFileError, check_checkpoint_file
-from .figures import (CLEAN_SHARE, MAX_DENSITY, NOISE_BAR, REFERENCE_SHARE, data_pass,
-                      density, oracle_figures, reducible_losses, skip_figures, verdict)
+from .figures import (MAX_DENSITY, REFERENCE_SHARE, data_pass, density, oracle_figures,
+                      reducible_losses, skip_figures, verdict)
+from .inputs import (DiagnosisError, check_checkpoint, check_data, check_dynamics, check_output,
+                     other_dictionary)
+from .noise_shares import noise_estimates
 
 logger = logging.getLogger("autoassist_fairseq.diagnose")
-
-
-class DiagnosisError(RuntimeError):
-    """A failure the user can act on; the command prints it without a traceback."""
-
-
-def check_data(data) -> None:
-    """Raise DiagnosisError unless *data* is a directory (the run's data directory)."""
-    if not os.path.exists(data):
-        raise DiagnosisError(f"{data} not found")
-    if not os.path.isdir(data):
-        raise DiagnosisError(f"--data {data} is a file: give the data directory the run "
-                             "trained on (the --destdir of fairseq-preprocess or "
-                             "scripts/prepare-corpus.sh)")
-
-
-def check_checkpoint(checkpoint) -> None:
-    """Raise DiagnosisError unless *checkpoint* is a file that torch.save wrote whole (a zip
-    archive whose parts match their checksums, or a pickle), and, for the zip archives of
-    torch >= 1.6, a fairseq checkpoint (a dict with ``model`` and ``cfg`` or ``args``)."""
-    if not os.path.exists(checkpoint):
-        raise DiagnosisError(f"{checkpoint} not found")
-    hint = ("give a checkpoint file that fairseq-train saved, e.g. "
-            "SAVE_DIR/checkpoint_last.pt")
-    if os.path.isdir(checkpoint):
-        raise DiagnosisError(f"--checkpoint {checkpoint} is a directory: {hint}")
-    try:
-        with open(checkpoint, "rb") as f:
-            head = f.read(4)
-        check_checkpoint_file(checkpoint, hint)  # empty, not torch's, or damaged
-    except OSError as err:
-        raise DiagnosisError(f"cannot read --checkpoint {checkpoint}: {err.strerror}") from None
-    except CheckpointFileError as err:
-        raise DiagnosisError(f"--checkpoint {err}") from None
-    if head == b"PK\x03\x04":  # torch's zip format
-        import torch
-
-        try:
-            state = torch.load(checkpoint, map_location="cpu", mmap=True, weights_only=False)
-        except Exception as err:  # noqa: BLE001  (whatever unpickling raises: named below)
-            raise DiagnosisError(f"--checkpoint {checkpoint} is not a readable torch file "
-                                 f"({type(err).__name__}: {err}): {hint}") from None
-        if not (isinstance(state, dict) and "model" in state
-                and ("cfg" in state or "args" in state)):
-            what = f"a dict with the keys {', '.join(map(str, list(state)[:5]))}" \
-                if isinstance(state, dict) else f"a {type(state).__name__}"
-            raise DiagnosisError(f"--checkpoint {checkpoint} is not a fairseq checkpoint (it "
-                                 f"holds {what}, without 'model' and 'cfg'): {hint}")
-
-
-def other_dictionary(checkpoint, data, state) -> str:
-    """The message for a checkpoint whose embeddings do not fit *data*'s dictionaries."""
-    sizes = {name.split(".")[0]: tuple(value.shape)[0] for name, value in state["model"].items()
-             if name.endswith("embed_tokens.weight")}
-    found = ", ".join(f"{side} {n}" for side, n in sorted(sizes.items()))
-    from fairseq.data import Dictionary
-
-    dicts = [f"{name} {len(Dictionary.load(os.path.join(data, name)))}"
-             for name in sorted(os.listdir(data)) if name.startswith("dict.")
-             and name.endswith(".txt")]
-    return (f"--checkpoint {checkpoint} was trained on another dictionary than --data {data}'s "
-            f"(symbols of its embeddings: {found or 'unknown'}; {', '.join(dicts) or 'none'}): "
-            "give --data the data directory the run trained on (its dict.*.txt), or a "
-            "checkpoint of a run on this one")
-
-
-def check_output(path, option: str) -> None:
-    """Raise DiagnosisError unless a file can be written at *path* (its folder is made where
-    missing): before the slow part, not after it."""
-    if os.path.isdir(path):
-        example = os.path.join(path, "diagnosis.json" if option == "--out" else "losses.npz")
-        raise DiagnosisError(f"{option} {path} is a directory: give a file in it, e.g. {example}")
-    existing = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise DiagnosisError(f"{option} {path} is under the file {existing}: give a path in a "
-                             "folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise DiagnosisError(f"{option} {path}: {existing} is not writable (permission denied)")
 
 
 def loss_floor(criterion, tgt_dict):
@@ -129,65 +52,6 @@ def boss_losses(models, task, criterion, dataset, max_tokens, ids=None):
             losses[rows] = loss
             ntok[rows] = sample["target"].ne(task.tgt_dict.pad()).sum(1).numpy()
     return (losses, ntok) if ids is None else (losses[ids], ntok[ids])
-
-
-def check_dynamics(dynamics) -> None:
-    """Raise DiagnosisError unless both ``--dynamics`` files exist (before the slow part)."""
-    for path in dynamics or ():
-        if not os.path.exists(path):
-            raise DiagnosisError(f"--dynamics {path} not found: give the losses files that "
-                                 "autoassist-diagnose --losses-out wrote for an early and a "
-                                 "late checkpoint of a run on this corpus")
-        if os.path.isdir(path):
-            raise DiagnosisError(f"--dynamics {path} is a directory: give the .npz file that "
-                                 "autoassist-diagnose --losses-out wrote")
-
-
-def noise_estimates(data, src, tgt, num_pairs, dynamics=None):
-    """The corpus's estimated share of noise pairs, from what the data directory holds.
-
-    ``noise_share_checks``: the share of the training pairs that the pair checks of the
-    feature file flag, as the task and ``autoassist-filter`` decide it
-    (:func:`..features.prepared.flagged_pairs`); None, with ``noise_share_checks_missing`` saying
-    why, without a feature file with pair checks. ``noise_share_dynamics``: with *dynamics*
-    (the ``--losses-out`` files of an early and a late checkpoint), the share the training
-    dynamics flag (:func:`.dynamics.pair_dynamics`). ``noise_share``: the share flagged by
-    either (the pairs ``autoassist-filter`` with the same inputs drops; None without both).
-
-    Raises:
-        DiagnosisError: the dynamics files cannot be read or hold other pairs.
-    """
-    from pathlib import Path
-
-    from ..features.prepared import flagged_pairs
-
-    out = {"noise_share_checks": None, "noise_share_dynamics": None, "noise_share": None,
-           "noise_bar": NOISE_BAR, "clean_share": CLEAN_SHARE}
-    flags = None
-    try:
-        flags = np.asarray(flagged_pairs(Path(data), src, tgt)[0], dtype=bool)
-        if len(flags) != num_pairs:
-            raise ValueError(f"the feature file describes {len(flags)} pairs, the training "
-                             f"set has {num_pairs}")
-        out["noise_share_checks"] = float(flags.mean())
-    except (FileNotFoundError, ValueError) as err:
-        flags = None
-        out["noise_share_checks_missing"] = str(err)
-        logger.warning(f"no noise share from the pair checks: {err}")
-    if dynamics:
-        from .dynamics import pair_dynamics
-
-        check_dynamics(dynamics)
-        try:
-            dyn = np.asarray(pair_dynamics(dynamics[0], dynamics[1], num_pairs)[1], dtype=bool)
-        except ValueError as err:
-            raise DiagnosisError(f"--dynamics: {err}") from None
-        out["noise_share_dynamics"] = float(dyn.mean())
-        out["dynamics"] = [os.path.abspath(p) for p in dynamics]
-        flags = dyn if flags is None else flags | dyn
-    if flags is not None:
-        out["noise_share"] = float(flags.mean())
-    return out
 
 
 def _machine_busy_seconds():

@@ -5,16 +5,13 @@ Every worker's Assistant memory-maps the same arrays instead of loading a copy, 
 workers on a machine share one set of pages in the OS page cache. The header records the
 row count, the dimensions, a fingerprint of the sentence lengths and dictionaries, and one
 of the binarised token ids (:mod:`.fingerprint`); ``open`` checks every file of the set
-(header and arrays) and refuses one that is damaged or does not match the dataset it is
-used with, naming the file and the command that rebuilds it.
+(header and arrays, each read by :mod:`.store_files`) and refuses one that is damaged or
+does not match the dataset it is used with, naming the file and the command that rebuilds it.
 """
 
-import errno
-import glob
 import json
 import logging
 import os
-import shutil
 from typing import Optional
 
 import numpy as np
@@ -22,6 +19,7 @@ import scipy.sparse as sp
 
 from .check_flags import check_languages_differ, flag_counts, flagged
 from .check_settings import COLUMNS, OLDER_WIDTHS, PairCheckSettings
+from .store_files import load_array, prefix_hint, read_header, write_error
 
 FORMAT_VERSION = 1
 _ARRAYS = ("indptr", "indices", "data")
@@ -52,47 +50,6 @@ def build_command(data_dir: str, split: str, src: str, tgt: str,
             feature_prefix(data_dir, split, src, tgt)):
         command += f" --prefix {prefix}"
     return command
-
-
-def _unreadable(path: str, err: OSError, what: str, fix: str) -> OSError:
-    """An error for a feature file that cannot be opened: missing and unreadable differ."""
-    if err.errno in (errno.EACCES, errno.EPERM):
-        return PermissionError(f"cannot read {what} {path}: permission denied (it exists; "
-                               "give this user read access, e.g. chmod a+r)")
-    if err.errno == errno.ENOENT:
-        return FileNotFoundError(f"{what} {path} is missing{fix}")
-    return OSError(f"cannot read {what} {path}: {err.strerror or err}{fix}")
-
-
-def write_error(path: str, err: OSError) -> OSError:
-    """An error for a feature file that could not be written: the file, the cause, the
-    disk it is on (with its free space) and the fix."""
-    folder = os.path.dirname(os.path.abspath(path))
-    cause = err.strerror or str(err)  # numpy's short write: "N requested and M written"
-    try:
-        free = f"{shutil.disk_usage(folder).free / 2**20:,.0f} MiB free"
-    except OSError:
-        free = "free space unknown"
-    if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        fix = "give --prefix in a folder this user can write"
-    else:
-        fix = "free space there, or give --prefix on another disk"
-    return OSError(err.errno, f"cannot write the feature file {path}: {cause}; the disk of "
-                              f"{folder} has {free} (df -h {folder}); {fix}; nothing of the "
-                              "new feature file was left")
-
-
-def _load_array(path: str, fix: str, what: str = "feature file") -> np.ndarray:
-    """Map a ``.npy`` file; damage (empty, cut, not a ``.npy``) names the file and *fix*."""
-    try:
-        return np.load(path, mmap_mode="r")
-    except OSError as err:
-        if err.errno is not None:
-            raise _unreadable(path, err, what, fix) from None
-        raise ValueError(f"{what} {path} is damaged ({err}){fix}") from None
-    except (ValueError, EOFError) as err:  # empty, cut header, cut data
-        raise ValueError(f"{what} {path} is empty or truncated ({err or 'no data'}){fix}") \
-            from None
 
 
 class FeatureStore:
@@ -198,8 +155,8 @@ class FeatureStore:
         if not os.path.exists(header_path):
             # a path that names a file of the set or a folder: the fix is the prefix, not a build
             raise FileNotFoundError(f"AutoAssist feature file not found: {header_path}"
-                                    f"{_prefix_hint(prefix) or fix}")
-        meta = _read_header(header_path, rebuild)
+                                    f"{prefix_hint(prefix) or fix}")
+        meta = read_header(header_path, rebuild)
         if meta.get("version") != FORMAT_VERSION:
             raise ValueError(f"{header_path} has format version {meta.get('version')}, "
                              f"expected {FORMAT_VERSION}{rebuild}")
@@ -209,7 +166,7 @@ class FeatureStore:
             expected[_PAIR_CHECKS] = (None, np.float32)  # its shape: see pair_checks()
         for name, (length, dtype) in expected.items():
             path = f"{prefix}.{name}.npy"
-            array = _load_array(path, rebuild)
+            array = load_array(path, rebuild)
             if length is None:
                 if array.dtype != dtype or array.ndim != 2:
                     raise ValueError(f"feature file {path} holds {array.shape} {array.dtype}, "
@@ -249,7 +206,7 @@ class FeatureStore:
         path = f"{self.prefix}.{_PAIR_CHECKS}.npy"
         if "pair_checks" not in self.meta:
             return None
-        checks = _load_array(path, f"; rebuild it with: {self.rebuild_hint}"
+        checks = load_array(path, f"; rebuild it with: {self.rebuild_hint}"
                              if self.rebuild_hint else "")
         if checks.ndim == 2 and checks.shape[0] == self.num_rows and \
                 checks.shape[1] in OLDER_WIDTHS:
@@ -312,36 +269,3 @@ class FeatureStore:
         return sp.csr_matrix(
             (self.data[gather], self.indices[gather], indptr), shape=(len(ids), self.dim)
         )
-
-
-def _prefix_hint(prefix: str) -> str:
-    """What a wrong ``--assistant-features`` most likely meant: a file of the set, or the
-    folder it lies in, where the prefix the files share is wanted."""
-    for suffix in (".json", ".indptr.npy", ".indices.npy", ".data.npy", ".pair-checks.npy"):
-        if prefix.endswith(suffix) and os.path.exists(prefix):
-            return (f" (a prefix is wanted, the path without the file's suffix: "
-                    f"--assistant-features {prefix[:-len(suffix)]})")
-    if os.path.isdir(prefix):
-        found = sorted(glob.glob(os.path.join(glob.escape(prefix), "*.autoassist.json")))
-        return (" (a folder: give the files' path prefix, e.g. --assistant-features "
-                f"{found[0][:-len('.json')]})" if found else
-                " (a folder: give the feature files' path prefix, FOLDER/NAME, not the folder)")
-    return ""
-
-
-def _read_header(path: str, rebuild: str) -> dict:
-    """The JSON header; an unreadable, empty or cut one names the file and *rebuild*."""
-    try:
-        with open(path) as f:
-            meta = json.load(f)
-    except OSError as err:
-        raise _unreadable(path, err, "feature file header", rebuild) from None
-    except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError is a ValueError
-        raise ValueError(f"feature file header {path} is empty or damaged (not valid JSON: "
-                         f"{err}){rebuild}") from None
-    missing = [k for k in ("version", "num_rows", "dim", "nnz") if not isinstance(meta, dict)
-               or k not in meta]
-    if missing:
-        raise ValueError(f"feature file header {path} lacks {', '.join(missing)}: it is "
-                         f"damaged{rebuild}")
-    return meta

@@ -12,33 +12,32 @@ start of an epoch (the batch count), the end of an update after which fairseq ma
 task's ``reduce_metrics``) and the start of validation (the ranks' states,
 :mod:`.rank_states`).
 
-What a resume restores, refuses and says is in :mod:`.resume`; the counts each step's log
-carries, in :mod:`.step_logs`.
+What the iterator saves in a checkpoint, restores from it and carries to the next data
+shard is in :mod:`.checkpointed_iterator`; what a resume restores, refuses and says, in
+:mod:`.resume`; the counts each step's log carries, in :mod:`.step_logs`.
 """
 
 import logging
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional
 
 from fairseq.data.iterators import CountingIterator, EpochBatchIterating
 
-from ..data.arrays import arrays_to_tensors
 from ..data.batch_generator import BatchGenerator
-from ..data.batch_stream import BatchStream, StreamState, agree_num_batches
+from ..data.batch_stream import BatchStream, agree_num_batches
 from ..data.collate import collated_batches
 from ..data.run_points import RunPoints
-from ..data.schema import VERSION
 from ..losses import BossLosses
 from ..metrics import RUN_TOTALS
 from ..transport.client import AssistantClient
+from .checkpointed_iterator import CheckpointedIterator
 from .rank_states import RankStates
-from .resume import log_restored_stream, own_entry, read_saved, shard_independent, \
-    warn_plan_accepts_all
+from .resume import warn_plan_accepts_all
 from .step_logs import StepLogs
 
 logger = logging.getLogger(__name__)
 
 
-class AutoAssistEpochBatchIterator(EpochBatchIterating):
+class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
     """A multi-epoch iterator whose batches come from this worker's Assistant.
 
     Args:
@@ -175,50 +174,6 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def first_batch(self):
         return "DUMMY"  # the trainer then takes the first real batch as its dummy batch
 
-    # -- the stream -----------------------------------------------------------------------
-    def _start(self, resume: Optional[dict]) -> int:
-        """Start the Assistant (once) and position the stream; returns the epoch offset."""
-        own, offset = None, 0
-        self._saved_accept_all = None
-        if resume is not None:
-            offset = int(resume.get("offset") or 0) if resume.get("epoch") == self.epoch else 0
-            own = own_entry(resume, self.num_shards, self.shard_id, self.epoch,
-                            other_shard=self.data_shard_per_epoch and offset == 0)
-            if resume.get("batches_done"):
-                self._batches_before = int(resume["batches_done"]) - offset
-        if self._carry is not None:
-            self._batches_before = self._carry["batches_done"]
-        if own is not None and own.get("stream") is not None:
-            self.stream.restore(StreamState(**own["stream"]))
-            self._saved_accept_all = bool(self.stream.gen_state.get("accept_all"))
-            log_restored_stream(self.stream, self.generator)
-        elif resume is not None and offset > 0 and resume.get("ranks") is not None:
-            logger.warning(f"this rank's batch plan is not in the checkpoint: the rest of "
-                           f"epoch {self.epoch} comes from a fresh data pass")
-        if not self.client.started:
-            assistant = (own or {}).get("assistant") or (self._carry or {}).get("assistant")
-            # the restored count was logged by the saved run
-            self.step_logs.logged_nonfinite = int((assistant or {}).get("nonfinite", 0))
-            self._restored_assistant = assistant is not None
-            self.client.start(self.epoch, assistant, "the checkpoint" if own is not None
-                              else "the previous data shard",
-                              accept_all_from=self._anneal_seq(self._batches_before + offset))
-        self._carry = None
-        return offset
-
-    def _anneal_seq(self, trained: int) -> Optional[int]:
-        """The stream's number of the batch at which annealing by updates starts, when
-        *trained* batches of the run are done and the stream's next batch is the next one
-        to train (the numbers of the stream and of the run's batches may differ by a
-        constant: a fresh batch plan after a resume, or the next ``--data`` shard)."""
-        start = self.points.anneal_batch
-        if start is None:
-            return None
-        seq = self.stream.next_seq + max(0, start - trained)
-        logger.info(f"AutoAssist annealing: every pair is accepted from batch {start} of the "
-                    f"run (update {self.points.anneal_update}) to the end")
-        return seq
-
     # -- collectives ----------------------------------------------------------------------
     def _agree_num_batches(self) -> int:
         """Batches in this epoch: the same on every rank, computed from every rank's view."""
@@ -244,13 +199,6 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
     def stop_on_failure(self) -> None:
         self.client.stop_on_failure()
 
-    def sync_checkpoint_state(self) -> None:
-        """Gather every rank's stream and Assistant state, so that the checkpoint that rank
-        0 writes next resumes every rank exactly. Every rank calls this at the same point.
-        A second call at the same consumed count (validation after the step that gathered)
-        gathers nothing new: no step ran between, on any rank."""
-        self.rank_states.gather(self._position(), self._rank_state)
-
     def end_update(self) -> None:
         """Called on every rank once an update's logs are reduced (the task's
         ``reduce_metrics``), after its step: where fairseq may save next, every rank's state
@@ -262,41 +210,6 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         self.step_logs.update_reduced()
         if self.rank_states.due:
             self.sync_checkpoint_state()
-
-    def log_step(self, stats: dict) -> dict:
-        """A training step's *stats* (:mod:`..metrics`) as its logging output carries them.
-        The first step of an update also carries the summed counts of the steps whose logs
-        fairseq never reduced (it skips the reduce after an ``--fp16`` overflow), so that
-        ``aa_boss_tok`` and the other run totals lose none of them."""
-        return self.step_logs.step(stats)
-
-    def _position(self) -> Optional[Tuple[int, int]]:
-        """(epoch, batches consumed in it) while an epoch is under way, else None."""
-        return (self.epoch, self.iterations_in_epoch) if self._cur_epoch_itr is not None else None
-
-    def _rank_state(self) -> dict:
-        # the losses of every batch trained so far reach the Assistant before its state is
-        # taken: a resumed run must not miss the last update's
-        self.flush_losses()
-        stream = self.stream.state(self.iterations_in_epoch)
-        return dict(self.client.state(), stream=vars(stream))
-
-    def export_carry(self, dim: int) -> dict:
-        """What the iterator of the next data shard takes over (``--data a:b``), whose
-        features have *dim* columns: the Assistant's model and schedule when the columns
-        are the same (the same dictionaries), never its per-pair memory."""
-        self.flush_losses()
-        assistant = self.client.state()["assistant"]
-        if assistant is not None:
-            saved_dim = len(assistant["model"]["theta"])
-            if saved_dim != dim:
-                logger.warning(f"the features of this data shard have dimension {dim}, the "
-                               f"previous shard's {saved_dim}: starting a new Assistant")
-                assistant = None
-            else:
-                assistant = shard_independent(assistant)
-        return {"assistant": assistant, "run_totals": self.run_totals,
-                "batches_done": self.batches_done}
 
     # -- Boss -> Assistant ----------------------------------------------------------------
     def begin_update(self, update_num: int) -> None:
@@ -335,6 +248,13 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         for ids, losses, seq in ready:
             self.client.send_losses(ids, losses, seq)
 
+    def log_step(self, stats: dict) -> dict:
+        """A training step's *stats* (:mod:`..metrics`) as its logging output carries them.
+        The first step of an update also carries the summed counts of the steps whose logs
+        fairseq never reduced (it skips the reduce after an ``--fp16`` overflow), so that
+        ``aa_boss_tok`` and the other run totals lose none of them."""
+        return self.step_logs.step(stats)
+
     def pop_log_stats(self) -> dict:
         """Counters accumulated since the last call, plus the Assistant's latest state."""
         # what the batches trained so far hold, not those prefetched: a checkpoint saves
@@ -345,38 +265,5 @@ class AutoAssistEpochBatchIterator(EpochBatchIterating):
         return self.step_logs.since_last(now, assistant, self.client.dropped_losses,
                                          self.client.failure)
 
-    # -- checkpoints ------------------------------------------------------------------
-    def state_dict(self) -> dict:
-        """fairseq's ``EpochBatchIterator`` keys (so plain ``translation`` can resume from
-        it), plus every rank's stream and Assistant under ``"autoassist"``."""
-        finished = self._cur_epoch_itr is None or self.end_of_epoch()
-        epoch = self.epoch + 1 if finished and self._cur_epoch_itr is not None else self.epoch
-        offset = 0 if finished else self.iterations_in_epoch
-        ranks = self.rank_states.for_checkpoint(
-            (self.epoch, self.iterations_in_epoch),
-            lambda: self._rank_state() if self._cur_epoch_itr is not None else None)
-        return {
-            "version": 2, "epoch": epoch, "iterations_in_epoch": offset, "shuffle": self.shuffle,
-            "autoassist": arrays_to_tensors({
-                "schema": VERSION, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
-                "num_batches": None if finished else self._num_batches, "ranks": ranks,
-                "totals": dict(self.run_totals), "batches_done": self.batches_done,
-                "data": self.data_id,
-            }),
-        }
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        """Check the saved state (``schema``) and restore the run's totals; the
-        stream and the Assistant are restored when the next epoch starts. A state this
-        version cannot resume from raises :class:`~.schema.CheckpointSchemaError` here,
-        before any training."""
-        self.epoch = state_dict["epoch"]
-        saved = read_saved(state_dict, self.data_id, self.data_shard_per_epoch, self.num_shards)
-        if saved.get("totals") is not None:  # else: a plain translation checkpoint
-            self.run_totals.update({k: float(saved["totals"][k]) for k in RUN_TOTALS})
-        self._resume = saved
-        self._cur_epoch_itr = None
-
     def shutdown(self) -> None:
         self.client.shutdown()
-

@@ -2,6 +2,8 @@
 labelled pairs to measure them:
 
     pair_scorer.py         the checks fitted on a sample of raw pairs, batches scored
+    sentencepiece_model.py the joint sentencepiece model they encode with, trained or loaded
+    pair_files.py          raw pair files (TSV, plain, gzip or stdin) read, and sampled
     score_pairs.py         the ``autoassist-score-pairs`` command (TSV in, scores out)
     opusfilter_filter.py   an OpusFilter filter (its YAML's ``module:`` names this module)
     opuscleaner/           an OpusCleaner filter definition calling ``autoassist-score-pairs``

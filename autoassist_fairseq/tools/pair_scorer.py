@@ -4,9 +4,10 @@ scored.
 :class:`PairScorer` is what ``autoassist-score-pairs``, the OpusFilter filter and the
 OpusCleaner filter share. It turns raw sentence pairs into what ``autoassist-features``
 gives the checks: each side encoded with one joint sentencepiece model (trained on the fit
-sample, as ``scripts/prepare-corpus.sh`` trains it, unless a model is given), the pieces
-counted over one vocabulary in the order :func:`.mix_preparation.joined_counts` builds
-it (what ``fairseq-preprocess --joined-dictionary`` binarises, up to the order of its ids).
+sample, as ``scripts/prepare-corpus.sh`` trains it, unless a model is given:
+:mod:`.sentencepiece_model`), the pieces counted over one vocabulary in the order
+:func:`.mix_preparation.joined_counts` builds it (what ``fairseq-preprocess
+--joined-dictionary`` binarises, up to the order of its ids).
 The checks are fitted once on the fit sample (:func:`..features.pair_checks.fit_checks`) and
 score any number of batches over that vocabulary; a piece the sample lacks is left out of the
 counts, as fairseq's ``<unk>`` carries no column weight, and kept in the text that the langid
@@ -20,16 +21,9 @@ standardises each check's score over its batch: it ranks pairs within a batch; t
 not depend on the batch.
 """
 
-import contextlib
-import gzip
-import os
-import random
-import re
-import sys
-import tempfile
 from dataclasses import dataclass
 from itertools import chain
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -37,128 +31,12 @@ from ..features.check_settings import CHECKS
 from ..features.pair_checks import PairCheckSettings, check_scores, fit_checks, union_score
 from ..features.tfidf import count_matrix
 from ..features.words import Pieces
-from ..prepare.spm_train_encode import LINE_BREAKS
+from .sentencepiece_model import load_sentencepiece, one_line, train_sentencepiece
 
 FIT_PAIRS = 200_000  # pairs the checks (and a sentencepiece model) are fitted on
 BATCH_PAIRS = 200_000  # pairs scored at once: memory stays bounded on any input
 BPE_SIZE = 8000  # scripts/prepare-corpus.sh's joint sentencepiece vocabulary
 _SPM = "\u2581"  # sentencepiece's word boundary
-
-
-# a character that LINE_BREAKS turns into a space: a text without one is left as it is (one
-# search over a batch instead of a translate per text)
-_BREAK = re.compile("[" + re.escape("".join(map(chr, LINE_BREAKS))) + "]")
-
-
-def one_line(texts: Sequence[str]) -> List[str]:
-    """*texts* with LINE_BREAKS' characters turned into spaces (``t.translate(LINE_BREAKS)``
-    of each text, as :mod:`..prepare.spm_train_encode` reads a line)."""
-    texts = list(texts)
-    joined = "\n".join(texts)  # "\n" is none of them
-    hits = [m.start() for m in _BREAK.finditer(joined)]
-    if hits:  # the texts that hold one: where each text starts in *joined*
-        starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
-        for i in np.unique(np.searchsorted(starts, hits, side="right") - 1).tolist():
-            texts[i] = texts[i].translate(LINE_BREAKS)
-    return texts
-
-
-class InputError(ValueError):
-    """Input that is not tab-separated sentence pairs (its message names the line)."""
-
-
-def open_text(path: str, mode: str = "r"):
-    """A text file, plain or gzip (by its ``.gz`` suffix); ``-``: stdin or stdout."""
-    if path == "-":  # not closed on leaving a with block: the process's own stream
-        stream = sys.stdin if "r" in mode else sys.stdout
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(encoding="utf-8", errors="replace", newline="\n")
-        return contextlib.nullcontext(stream) if "r" in mode else stream
-    if "r" in mode and not os.path.isfile(path):
-        raise FileNotFoundError(f"no such file: {path}")
-    if path.endswith(".gz"):
-        return gzip.open(path, mode + "t", encoding="utf-8", newline="\n", errors="replace")
-    return open(path, mode, encoding="utf-8", newline="\n", errors="replace")
-
-
-def read_pairs(lines, name: str) -> Iterator[Tuple[str, str]]:
-    """(source, target) of each line ``SOURCE<tab>TARGET`` (its line end dropped).
-
-    Raises:
-        InputError: a line without exactly one tab, named by its number.
-    """
-    for number, line in enumerate(lines, 1):
-        pair = line.rstrip("\n").split("\t")
-        if len(pair) == 2:
-            yield pair[0], pair[1]
-        else:
-            line = line.rstrip("\n")
-            raise InputError(
-                f"{name}, line {number}: {line.count(chr(9))} tabs; each line must be one "
-                "pair, SOURCE<tab>TARGET (exactly one tab; replace tabs inside a sentence "
-                "by spaces, e.g. paste the two sides of a corpus: paste corpus.en corpus.de)")
-
-
-def sample_pairs(pairs, size: int, seed: int = 0, keep=None,
-                 lines: Optional[list] = None) -> Tuple[List[Tuple[str, str]], int]:
-    """A uniform sample of at most *size* pairs (reservoir sampling, seeded), in input order
-    while the input has no more than *size* pairs (then it is the input); *keep*: a callable
-    that also receives every pair (to spool the input); *lines*: a list that receives the
-    0-based input line of each sample pair (sample order). Returns (sample, pairs read)."""
-    rng = random.Random(seed)
-    sample: List[Tuple[str, str]] = []
-    where: List[int] = [] if lines is None else lines
-    n = 0
-    for n, pair in enumerate(pairs, 1):
-        if keep is not None:
-            keep(pair)
-        if len(sample) < size:
-            sample.append(pair)
-            where.append(n - 1)
-        else:
-            j = rng.randrange(n)
-            if j < size:
-                sample[j] = pair
-                where[j] = n - 1
-    return sample, n
-
-
-def train_sentencepiece(sources: Sequence[str], targets: Sequence[str], vocab_size: int,
-                        threads: int = 1):
-    """A joint sentencepiece BPE model of both sides, trained as
-    :mod:`..prepare.spm_train_encode` trains it (its defaults), as a processor."""
-    import sentencepiece as spm
-
-    with tempfile.TemporaryDirectory() as workdir:
-        files = []
-        for side, lines in (("src", sources), ("tgt", targets)):
-            path = os.path.join(workdir, f"train.{side}")
-            with open(path, "w", encoding="utf-8", newline="\n") as f:
-                f.write("".join(line + "\n" for line in one_line(lines)))
-            files.append(path)
-        prefix = os.path.join(workdir, "spm")
-        try:
-            spm.SentencePieceTrainer.train(
-                input=",".join(files), model_prefix=prefix, vocab_size=vocab_size,
-                model_type="bpe", character_coverage=0.9999, hard_vocab_limit=False,
-                input_sentence_size=2_000_000, shuffle_input_sentence=True,
-                num_threads=threads, bos_id=-1, eos_id=-1, unk_id=0, pad_id=-1, minloglevel=2)
-        except RuntimeError as err:
-            raise ValueError(f"sentencepiece could not train a vocabulary of {vocab_size} "
-                             f"pieces on the fit sample ({err}); give a smaller --bpe-size, "
-                             "more pairs to fit on, or a model (--spm-model)") from None
-        return spm.SentencePieceProcessor(model_file=prefix + ".model")
-
-
-def load_sentencepiece(path: str):
-    import sentencepiece as spm
-
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"sentencepiece model not found: {path}")
-    try:
-        return spm.SentencePieceProcessor(model_file=path)
-    except (RuntimeError, OSError) as err:
-        raise ValueError(f"{path} is not a sentencepiece model ({err})") from None
 
 
 @dataclass
