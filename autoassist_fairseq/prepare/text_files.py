@@ -5,9 +5,11 @@ sentence does not shift the alignment of the two sides; undecodable bytes become
 rather than stopping the preparation.
 """
 
+import contextlib
 import gzip
-import io
+import os
 import re
+import sys
 from typing import List
 
 import numpy as np
@@ -16,11 +18,18 @@ _SPACES = re.compile(r"\s+")
 
 
 def open_text(path: str, mode: str = "r"):
-    """Open *path* as UTF-8 text, gunzipping ``.gz`` files; lines end at ``\\n`` only."""
+    """*path* as UTF-8 text, plain or gzip (by its ``.gz`` suffix), lines ending at ``\\n``
+    only; ``-``: stdin or stdout."""
+    if path == "-":  # not closed on leaving a with block: the process's own stream
+        stream = sys.stdin if "r" in mode else sys.stdout
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8", errors="replace", newline="\n")
+        return contextlib.nullcontext(stream) if "r" in mode else stream
+    if "r" in mode and not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file: {path}")
     if path.endswith(".gz"):
-        raw = gzip.open(path, mode.replace("t", "") + "b")
-        return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
-    return open(path, mode, encoding="utf-8", errors="replace", newline="\n")
+        return gzip.open(path, mode + "t", encoding="utf-8", newline="\n", errors="replace")
+    return open(path, mode, encoding="utf-8", newline="\n", errors="replace")
 
 
 def count_lines(path: str) -> int:

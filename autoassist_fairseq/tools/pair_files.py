@@ -2,30 +2,12 @@
 gzip file or on stdin, and a seeded uniform sample of them, taken in one pass.
 """
 
-import contextlib
-import gzip
-import os
 import random
-import sys
 from typing import Iterator, List, Optional, Tuple
 
 
 class InputError(ValueError):
     """Input that is not tab-separated sentence pairs (its message names the line)."""
-
-
-def open_text(path: str, mode: str = "r"):
-    """A text file, plain or gzip (by its ``.gz`` suffix); ``-``: stdin or stdout."""
-    if path == "-":  # not closed on leaving a with block: the process's own stream
-        stream = sys.stdin if "r" in mode else sys.stdout
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(encoding="utf-8", errors="replace", newline="\n")
-        return contextlib.nullcontext(stream) if "r" in mode else stream
-    if "r" in mode and not os.path.isfile(path):
-        raise FileNotFoundError(f"no such file: {path}")
-    if path.endswith(".gz"):
-        return gzip.open(path, mode + "t", encoding="utf-8", newline="\n", errors="replace")
-    return open(path, mode, encoding="utf-8", newline="\n", errors="replace")
 
 
 def read_pairs(lines, name: str) -> Iterator[Tuple[str, str]]:

@@ -38,7 +38,8 @@ from itertools import islice
 import numpy as np
 
 from ..features.check_settings import add_settings_arguments, settings_from_args
-from .pair_files import InputError, open_text, read_pairs, sample_pairs
+from ..prepare.text_files import open_text
+from .pair_files import InputError, read_pairs, sample_pairs
 from .pair_scorer import BATCH_PAIRS, BPE_SIZE, FIT_PAIRS, PairScorer
 
 logger = logging.getLogger("autoassist_fairseq.score_pairs")
