@@ -10,6 +10,7 @@ from multiprocessing import connection
 import numpy as np
 import pytest
 
+from autoassist_fairseq.transport.local_source import LocalSource
 from autoassist_fairseq.transport.process import AssistantProcess
 
 
@@ -131,3 +132,26 @@ def test_the_held_losses_of_a_loaded_state_are_never_dropped(hold_losses):
         proc.shutdown()
     assert proc.dropped_losses == 0
     assert state["assistant"]["learned"] == list(range(1, 10))
+
+
+@pytest.mark.parametrize("source", [AssistantProcess, LocalSource])
+def test_both_sources_implement_the_window_source_protocol(source):
+    """The client holds its source by WindowSource alone: each source has every member, and
+    each method takes the protocol's arguments by name (a source that drifts fails here,
+    not at the point of a run where the other source stands in)."""
+    import inspect
+
+    from autoassist_fairseq.transport.window_source import WindowSource
+
+    members = [m for m in vars(WindowSource) if not m.startswith("_")]
+    members += list(WindowSource.__annotations__)
+    assert {"restart", "load", "send_losses", "next_window", "state", "check", "shutdown",
+            "learns", "dropped_losses"} <= set(members)
+    for name in members:
+        assert hasattr(source, name), f"{source.__name__} lacks {name}"
+        wanted = getattr(WindowSource, name, None)
+        if not callable(wanted):
+            continue
+        params = [p for p in inspect.signature(wanted).parameters.values() if p.name != "self"]
+        got = inspect.signature(getattr(source, name))
+        got.bind(None, **{p.name: None for p in params})  # raises TypeError on a mismatch

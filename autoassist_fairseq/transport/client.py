@@ -14,12 +14,13 @@ rank is left waiting in a collective.
 import logging
 import threading
 import time
-from typing import Callable, List, Optional, Union
+from typing import Callable, List, Optional
 
 from ..data.batch_generator import BatchGenerator
 from ..data.batch_stream import BatchStream
 from .local_source import LocalSource
-from .process import AssistantDied, AssistantProcess
+from .process import AssistantDied
+from .window_source import WindowSource
 
 logger = logging.getLogger(__name__)
 
@@ -33,8 +34,8 @@ class AssistantClient:
     """One worker's Assistant, seen from the Boss.
 
     Args:
-        start_source (callable): starts the source of windows: an
-            :class:`AssistantProcess`, or a :class:`LocalSource`.
+        start_source (callable): starts the source of windows (a :class:`WindowSource`:
+            an :class:`~.process.AssistantProcess`, or a :class:`LocalSource`).
         generator (BatchGenerator): the Boss's copy of the shard's generator; makes the
             windows itself after a fallback to uniform batches.
         stream (BatchStream): the Boss's record of the windows it took.
@@ -42,7 +43,7 @@ class AssistantClient:
         num_shards (int): the number of workers.
     """
 
-    def __init__(self, start_source: Callable[[], Union[AssistantProcess, LocalSource]],
+    def __init__(self, start_source: Callable[[], WindowSource],
                  generator: BatchGenerator, stream: BatchStream, fallback: str = "error",
                  num_shards: int = 1):
         self.start_source = start_source
@@ -50,7 +51,7 @@ class AssistantClient:
         self.stream = stream
         self.fallback = fallback
         self.num_shards = num_shards
-        self.source: Optional[Union[AssistantProcess, LocalSource]] = None
+        self.source: Optional[WindowSource] = None
         self.fell_back = False  # True once the windows are uniform after a failure
         self.annealing = False
         self.accept_all_from: Optional[int] = None  # annealing by updates: a batch number

@@ -103,7 +103,7 @@ class AssistantProcess:
                                            self._stop_readers, self._errors)
         _live.add(self)
 
-    learns = True  # a source of windows with an Assistant (see LocalSource)
+    learns = True  # a source of windows with an Assistant (WindowSource.learns)
 
     # -- Boss -> Assistant ------------------------------------------------------------
     def send_losses(self, ids, losses, seq=None, droppable=True) -> None:
@@ -207,6 +207,7 @@ class AssistantProcess:
         raise AssistantDied(f"the Assistant process died: {_exit_cause(self.proc.exitcode)}")
 
     # the names of the source interface that LocalSource shares
+    # the WindowSource protocol (.window_source), which the client holds it by
     next_window, state, check = get, request_state, check_alive
 
     # -- ending -----------------------------------------------------------------------
