@@ -46,10 +46,16 @@ def _iterator(start=None):
     return AutoAssistEpochBatchIterator(list(range(100)), None, gen, start)
 
 
-def test_curriculum_is_refused():
-    """fairseq asks for an unshuffled epoch for each epoch of --curriculum."""
-    with pytest.raises(ValueError, match="--curriculum"):
-        _iterator().next_epoch_itr(shuffle=False)
+def test_curriculum_is_refused_with_the_other_flags():
+    """fairseq asks for an unshuffled epoch for each epoch of --curriculum: refused where
+    every flag is, before any data is read."""
+    from autoassist_fairseq.tasks.config import check_config
+    from task_helpers import task_config
+
+    check_config(task_config("--curriculum", "0"))
+    with pytest.raises(ValueError, match="--curriculum 2 asks for the first epochs in "
+                                         "fairseq's length order.*drop --curriculum"):
+        check_config(task_config("--curriculum", "2"))
 
 
 def test_an_epoch_counts_the_batches_of_the_pass_it_is_in():

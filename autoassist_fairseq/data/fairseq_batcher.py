@@ -22,8 +22,8 @@ class FairseqBatcher:
 
     def __init__(self, src_sizes, tgt_sizes, max_tokens=None, max_sentences=None,
                  required_batch_size_multiple=1):
-        if max_tokens is None and max_sentences is None:
-            raise ValueError("set --max-tokens or --batch-size: AutoAssist batches need a bound")
+        # fairseq-train itself stops without --max-tokens or --batch-size
+        assert max_tokens is not None or max_sentences is not None, "a batch needs a bound"
         self.src_sizes = np.asarray(src_sizes, dtype=np.int64)
         self.tgt_sizes = (np.asarray(tgt_sizes, dtype=np.int64) if tgt_sizes is not None
                           else np.zeros_like(self.src_sizes))

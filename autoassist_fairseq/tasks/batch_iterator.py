@@ -122,14 +122,10 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
         """Agree on this epoch's batch count with every rank and return its iterator.
 
         ``fix_batches_to_gpus`` always holds: each rank draws from its own shard, fixed for
-        the run. ``shuffle=False`` (fairseq's ``--curriculum``: epochs in length order) is
-        refused: the Assistant's batches come from windows of random pairs.
+        the run. ``shuffle=False`` (fairseq's ``--curriculum``: epochs in length order) cannot
+        be followed, and :func:`~.config.check_config` refuses the flag before any data.
         """
-        if not shuffle:
-            raise ValueError("--curriculum asks for the first epochs in fairseq's length "
-                             "order, which AutoAssist batches (cut from windows of random "
-                             "pairs) cannot follow: drop --curriculum with --task "
-                             "autoassist_translation")
+        assert shuffle, "--curriculum is refused by tasks.config.check_config"
         self._batches_before = self.batches_done
         self.epoch = self.next_epoch_idx
         self._cur_epoch_itr = None

@@ -112,6 +112,7 @@ class AutoAssistTranslationConfig(TranslationConfig):
     # plans of all workers are gathered before every save)
     max_update: int = II("optimization.max_update")
     max_epoch: int = II("optimization.max_epoch")
+    curriculum: int = II("dataset.curriculum")
     update_freq: List[int] = II("optimization.update_freq")
     save_interval_updates: int = II("checkpoint.save_interval_updates")
     # the checkpoint fairseq-train resumes from, checked before fairseq reads it
@@ -142,6 +143,11 @@ def check_config(cfg) -> CheckedConfig:
         raise ValueError(f"--assistant-anneal={cfg.assistant_anneal} is a share of the run, "
                          "but the run has no end: set --max-update or --max-epoch (a run "
                          "stopped by --stop-time-hours or --stop-min-lr has no known end)")
+    if (getattr(cfg, "curriculum", 0) or 0) > 0:
+        raise ValueError(f"--curriculum {cfg.curriculum} asks for the first epochs in "
+                         "fairseq's length order, which AutoAssist batches (cut from windows "
+                         "of random pairs) cannot follow: drop --curriculum with --task "
+                         "autoassist_translation")
     trace = cfg.assistant_trace_dir
     if trace and os.path.exists(trace) and not os.path.isdir(trace):
         raise ValueError(f"--assistant-trace-dir {trace} is a file: give a folder (the trace "
