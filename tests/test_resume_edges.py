@@ -179,9 +179,10 @@ def test_a_state_saved_at_an_epochs_end_resumes_on_the_next_data_shard():
         pass
     saved = first.state_dict()
     assert saved["autoassist"]["ranks"][0]["stream"]["pending"], "shard a's plan was saved"
-    carry = {"assistant": None, "run_totals": first.run_totals,
-             "batches_done": first.batches_done}  # export_carry's, for an Assistant without weights
-    uninterrupted = iterator(1000, epoch=2, carry=carry)
+    # export_handover's, for an Assistant without weights
+    handover = {"assistant": None, "run_totals": first.run_totals,
+                "batches_done": first.batches_done}
+    uninterrupted = iterator(1000, epoch=2, handover=handover)
     resumed = iterator(1000, epoch=2)
     resumed.load_state_dict(saved)
     for itr in (uninterrupted, resumed):

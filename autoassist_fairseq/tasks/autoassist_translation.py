@@ -87,9 +87,9 @@ class AutoAssistTranslationTask(TranslationTask):
         refuse_batching_flags(kwargs)
         if self.train_iterator is not None and self.train_iterator.dataset is dataset:
             return self.train_iterator  # one iterator, one Assistant, for the whole run
-        carry = None
+        handover = None
         if self.train_iterator is not None:  # the next shard of --data a:b
-            carry = self.train_iterator.export_carry(self.features.dim)
+            handover = self.train_iterator.export_handover(self.features.dim)
             self.train_iterator.shutdown()
         dataset.set_epoch(epoch)
         with data_utils.numpy_seed(seed):
@@ -120,7 +120,7 @@ class AutoAssistTranslationTask(TranslationTask):
             fallback=cfg.assistant_fallback, num_shards=num_shards, shard_id=shard_id,
             all_gather=_all_gather if num_shards > 1 else None,
             reweight=cfg.assistant_reweight, num_workers=num_workers,
-            buffer_size=data_buffer_size, points=RunPoints.from_config(cfg), carry=carry,
+            buffer_size=data_buffer_size, points=RunPoints.from_config(cfg), handover=handover,
             data_shard_per_epoch=len(utils.split_paths(cfg.data)) > 1,
             data_id=self._data_id(dataset))
         return self.train_iterator

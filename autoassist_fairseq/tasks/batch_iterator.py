@@ -61,7 +61,7 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
         buffer_size (int, optional): batches a background thread prepares ahead (default: 0).
         points (RunPoints, optional): where annealing starts and fairseq saves (default:
             no annealing, no saves within an epoch).
-        carry (dict, optional): state carried over from the iterator of the previous data
+        handover (dict, optional): state handed over from the iterator of the previous data
             shard (``--data a:b``): the Assistant's weights and the run's totals.
         data_shard_per_epoch (bool, optional): each epoch loads its own data shard
             (``--data a:b``), so a state saved at an epoch's end holds a batch plan of
@@ -76,7 +76,7 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
     def __init__(self, dataset, collate_fn, generator: BatchGenerator,
                  start_source: Callable, epoch=1, fallback="error",
                  num_shards=1, shard_id=0, all_gather=None, reweight=False, num_workers=0,
-                 buffer_size=0, points=None, carry=None, data_shard_per_epoch=False,
+                 buffer_size=0, points=None, handover=None, data_shard_per_epoch=False,
                  data_id: Optional[dict] = None):
         self.dataset = dataset
         # {"pairs", "fingerprint"} of the training data: the batch plan and the Assistant's
@@ -100,9 +100,9 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
         self._resume: Optional[dict] = None  # checkpoint state, applied at next epoch start
         self._saved_accept_all: Optional[bool] = None  # the resumed plan's windows took all
         self._restored_assistant = False
-        self._carry = carry
+        self._handover = handover
         self.data_shard_per_epoch = data_shard_per_epoch
-        self.run_totals = carry["run_totals"] if carry else dict.fromkeys(RUN_TOTALS, 0.0)
+        self.run_totals = handover["run_totals"] if handover else dict.fromkeys(RUN_TOTALS, 0.0)
         self.rank_states = RankStates(num_shards, shard_id, self.all_gather)
         self.step_logs = StepLogs()
         self._batches_before = 0  # batches trained before the current epoch iterator's start

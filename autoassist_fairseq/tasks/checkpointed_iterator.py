@@ -28,7 +28,7 @@ class CheckpointedIterator:
     It works on the iterator's attributes: its position (``epoch``, ``_cur_epoch_itr``,
     ``_num_batches``, ``_batches_before``), its parts (``generator``, ``stream``, ``client``,
     ``points``, ``rank_states``, ``step_logs``, ``run_totals``) and its settings. What a
-    load or the previous data shard hands over waits in ``_resume`` or ``_carry`` until the
+    load or the previous data shard hands over waits in ``_resume`` or ``_handover`` until the
     next epoch starts (:meth:`_start`).
     """
 
@@ -43,8 +43,8 @@ class CheckpointedIterator:
                             other_shard=self.data_shard_per_epoch and offset == 0)
             if resume.get("batches_done"):
                 self._batches_before = int(resume["batches_done"]) - offset
-        if self._carry is not None:
-            self._batches_before = self._carry["batches_done"]
+        if self._handover is not None:
+            self._batches_before = self._handover["batches_done"]
         if own is not None and own.get("stream") is not None:
             self.stream.restore(StreamState(**own["stream"]))
             self._saved_accept_all = bool(self.stream.gen_state.get("accept_all"))
@@ -53,14 +53,14 @@ class CheckpointedIterator:
             logger.warning(f"this rank's batch plan is not in the checkpoint: the rest of "
                            f"epoch {self.epoch} comes from a fresh data pass")
         if not self.client.started:
-            assistant = (own or {}).get("assistant") or (self._carry or {}).get("assistant")
+            assistant = (own or {}).get("assistant") or (self._handover or {}).get("assistant")
             # the restored count was logged by the saved run
             self.step_logs.logged_nonfinite = int((assistant or {}).get("nonfinite", 0))
             self._restored_assistant = assistant is not None
             self.client.start(self.epoch, assistant, "the checkpoint" if own is not None
                               else "the previous data shard",
                               accept_all_from=self._anneal_seq(self._batches_before + offset))
-        self._carry = None
+        self._handover = None
         return offset
 
     def _anneal_seq(self, trained: int) -> Optional[int]:
@@ -126,7 +126,7 @@ class CheckpointedIterator:
         self._resume = saved
         self._cur_epoch_itr = None
 
-    def export_carry(self, dim: int) -> dict:
+    def export_handover(self, dim: int) -> dict:
         """What the iterator of the next data shard takes over (``--data a:b``), whose
         features have *dim* columns: the Assistant's model and schedule when the columns
         are the same (the same dictionaries), never its per-pair memory."""
