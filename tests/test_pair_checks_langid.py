@@ -6,15 +6,23 @@ import pytest
 import scipy.sparse as sp
 
 from autoassist_fairseq.features import langid_check
-from autoassist_fairseq.features.langid_check import (LANGID_BAR, identifier, identifier_code,
-                                                      langid_scores, raw_scores)
-from autoassist_fairseq.features.words import Pieces, decode_pieces, unshared_words
+from autoassist_fairseq.features.langid_check import (LANGID_BAR, feature_counts, identifier,
+                                                      identifier_code, langid_scores,
+                                                      naive_bayes_scores)
+from autoassist_fairseq.features.words import decode_pieces
 from autoassist_fairseq.features.pair_checks import (COLUMNS, DEFAULT_CHECKS, PairCheckSettings,
                                                      flag_counts, flagged, pair_checks,
                                                      settings_from_args)
 from autoassist_fairseq.features.store import FeatureStore
 from autoassist_fairseq.features.tfidf import tfidf_features
-from utils import run
+from utils import run, unshared_words
+
+
+def raw_scores(texts):
+    """Per text, py3langid's raw naive Bayes score of every language (its ``_raw_score``),
+    through the check's batched counting and scoring."""
+    encode = identifier()._encode  # the identifier's own normalisation of a text
+    return naive_bayes_scores(feature_counts([encode(text) for text in texts]))
 
 EN = ["The children are playing in the garden behind the old house.",
       "We will meet at the train station tomorrow morning.",

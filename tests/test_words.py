@@ -4,8 +4,8 @@ import pytest
 
 from autoassist_fairseq.features import words as words_module
 from autoassist_fairseq.features.langid_check import langid_scores
-from autoassist_fairseq.features.words import (Pieces, decode_pieces, side_words, unshared_bags,
-                                               unshared_words)
+from autoassist_fairseq.features.words import Pieces, decode_pieces, side_words, unshared_bags
+from utils import unshared_words
 
 SPM = [["\u2581Das", "\u2581Ha", "us", "\u2581ist", "\u2581alt", "."],
        ["\u2581", "12", "\u2581Häuser", "\u2581", "\u2581Ha", "us"],  # lone ▁ pieces

@@ -159,3 +159,13 @@ class FixedAssistant:
 
     def load_state_dict(self, state):
         pass
+
+
+def unshared_words(text: str, other: str) -> str:
+    """The words of *text* that *other* lacks (``features.words.unshared_bags`` of one
+    pair), joined."""
+    from autoassist_fairseq.features.words import unshared_bags
+
+    vocabulary, ((_, ids), _) = unshared_bags([text], [other])
+    words = list(vocabulary)
+    return " ".join(words[i] for i in ids)

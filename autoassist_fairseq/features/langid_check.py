@@ -159,14 +159,6 @@ def naive_bayes_scores(counts: sparse.csr_matrix) -> np.ndarray:
     return out
 
 
-def raw_scores(texts: Sequence[str]) -> np.ndarray:
-    """Per text, py3langid's raw naive Bayes score of every language (its ``_raw_score``),
-    computed for many texts at once; equal up to float32 rounding of the sum's order."""
-    # pylint: disable=protected-access  (the identifier's own normalisation of a text)
-    encode = identifier()._encode
-    return naive_bayes_scores(feature_counts([encode(text) for text in texts]))
-
-
 def _margins(scores: np.ndarray, own: str) -> np.ndarray:
     """Per row of raw scores, the best score of a language other than *own* less *own*'s
     (nats); NaN for a row without features. *scores* is overwritten (a copy of all but two

@@ -201,10 +201,3 @@ def unshared_bags(src: Side, tgt: Side):
         keep = ~_isin(mine, theirs) & ~has_digit[ids]
         bags.append((sentence[keep], ids[keep]))
     return vocabulary, bags
-
-
-def unshared_words(text: str, other: str) -> str:
-    """The words of *text* that *other* lacks (:func:`unshared_bags` of one pair), joined."""
-    vocabulary, ((_, ids), _) = unshared_bags([text], [other])
-    words = list(vocabulary)
-    return " ".join(words[i] for i in ids)

@@ -60,24 +60,6 @@ RULES = {
 }
 
 
-def keep_pair(src_words: int, tgt_words: int, min_len: int, max_len: int, ratio: float,
-              center: float = 1.0, slack: float = 0.0) -> bool:
-    """Moses' length rules for one pair.
-
-    Args:
-        src_words (int): tokens of the source side.
-        tgt_words (int): tokens of the target side.
-        min_len (int): fewest tokens a side may have.
-        max_len (int): most tokens a side may have (0: no limit).
-        ratio (float): largest factor by which ``src/tgt`` may differ from *center*
-            (0: no ratio rule).
-        center (float, optional): the typical ``src/tgt`` of the corpus (default: 1.0).
-        slack (float, optional): tokens a side may have beyond the ratio (default: 0).
-    """
-    return pair_rule(src_words, tgt_words, 0, 0, min_len, max_len, 0, ratio, center,
-                     slack) is None
-
-
 def pair_rule(src_tokens: int, tgt_tokens: int, src_chars: int, tgt_chars: int,
               min_len: int, max_len: int, max_chars: int, ratio: float,
               center: float, slack: float = 0.0) -> Optional[str]:
