@@ -46,6 +46,18 @@ def _iterator(start=None):
     return AutoAssistEpochBatchIterator(list(range(100)), None, gen, start)
 
 
+def test_an_update_freq_that_varies_by_epoch_is_refused():
+    """One --update-freq value (several equal ones too) plans batches and save points; a
+    list that varies by epoch is refused before any data, naming the flag."""
+    from autoassist_fairseq.tasks.config import check_config
+    from task_helpers import task_config
+
+    check_config(task_config("--update-freq", "2"))
+    check_config(task_config("--update-freq", "2,2"))
+    with pytest.raises(ValueError, match="--update-freq 1,2 varies by epoch.*give one value"):
+        check_config(task_config("--update-freq", "1,2"))
+
+
 def test_curriculum_is_refused_with_the_other_flags():
     """fairseq asks for an unshuffled epoch for each epoch of --curriculum: refused where
     every flag is, before any data is read."""

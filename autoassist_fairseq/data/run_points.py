@@ -14,8 +14,8 @@ class RunPoints:
             pair is accepted; in updates with ``--max-update``, else in epochs.
         max_update, max_epoch (int): fairseq's ``--max-update``, ``--max-epoch`` (0: none).
         save_interval_updates (int): fairseq's ``--save-interval-updates`` (0: none).
-        update_freq (int): batches per update, fairseq's ``--update-freq`` (its first
-            value when it varies by epoch).
+        update_freq (int): batches per update, fairseq's ``--update-freq`` (one value:
+            :func:`~..tasks.config.check_config` refuses values that vary by epoch).
     """
 
     anneal: float = 0.0

@@ -105,8 +105,9 @@ class AutoAssistTranslationTask(TranslationTask):
             shard_id=shard_id)
         generator = make_generator()
         make_assistant = functools.partial(Assistant, self.features, self.hparams, self.suspect)
+        points = RunPoints.from_config(cfg)
         if cfg.assistant_sync:
-            lag = pipeline_lag(num_workers, data_buffer_size, max(cfg.update_freq or [1]))
+            lag = pipeline_lag(num_workers, data_buffer_size, points.update_freq)
             start_source = functools.partial(LocalSource, generator, make_assistant, lag)
             logger.info(f"AutoAssist --assistant-sync: windows are made in this process from "
                         f"the losses of the batches up to {lag} before each window")
@@ -120,7 +121,7 @@ class AutoAssistTranslationTask(TranslationTask):
             fallback=cfg.assistant_fallback, num_shards=num_shards, shard_id=shard_id,
             all_gather=_all_gather if num_shards > 1 else None,
             reweight=cfg.assistant_reweight, num_workers=num_workers,
-            buffer_size=data_buffer_size, points=RunPoints.from_config(cfg), handover=handover,
+            buffer_size=data_buffer_size, points=points, handover=handover,
             data_shard_per_epoch=len(utils.split_paths(cfg.data)) > 1,
             data_id=self._data_id(dataset))
         return self.train_iterator

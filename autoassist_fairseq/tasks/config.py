@@ -143,6 +143,10 @@ def check_config(cfg) -> CheckedConfig:
         raise ValueError(f"--assistant-anneal={cfg.assistant_anneal} is a share of the run, "
                          "but the run has no end: set --max-update or --max-epoch (a run "
                          "stopped by --stop-time-hours or --stop-min-lr has no known end)")
+    if len(set(getattr(cfg, "update_freq", None) or [1])) > 1:
+        raise ValueError(f"--update-freq {','.join(map(str, cfg.update_freq))} varies by "
+                         "epoch, and AutoAssist plans its batches and save points with one "
+                         "number of batches per update: give one value")
     if (getattr(cfg, "curriculum", 0) or 0) > 0:
         raise ValueError(f"--curriculum {cfg.curriculum} asks for the first epochs in "
                          "fairseq's length order, which AutoAssist batches (cut from windows "
