@@ -9,9 +9,9 @@ from autoassist_fairseq.assistant import Assistant, AssistantHParams
 from autoassist_fairseq.features.pair_checks import (COLUMNS, FLAG_PROBABILITY,
                                                      PairCheckSettings, check_languages_differ,
                                                      check_scores, digit_scores, flag_counts,
-                                                     flagged, language_scores,
-                                                     other_language_probability, pair_checks,
-                                                     settings_from_args)
+                                                     flagged, pair_checks, settings_from_args)
+from autoassist_fairseq.features.language_check import (language_scores,
+                                                        other_language_probability)
 from autoassist_fairseq.features.lexical import LEXICAL_BAR, lexical_scores
 from autoassist_fairseq.features.unrelated_check import lsi_components, unrelated_p_value
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix

@@ -134,8 +134,8 @@ def check_languages_differ(probability: np.ndarray, source: str = "the feature f
     """Raise ValueError when fewer than :data:`MIN_OWN_LANGUAGE_SHARE` of the sides are
     confidently in their own side's language: then the identifier cannot tell the two
     languages apart, and its flags would be chance. *probability*: the output of
-    :func:`other_language_probability` or :func:`pair_checks` (NaN columns: the language
-    check did not run, nothing to check)."""
+    :func:`.language_check.other_language_probability` or :func:`.pair_checks.pair_checks`
+    (NaN columns: the language check did not run, nothing to check)."""
     probability = np.asarray(probability)[:, :2]
     if probability.size and np.isnan(probability).all():
         return

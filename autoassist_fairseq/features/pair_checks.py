@@ -3,15 +3,9 @@
 Loss-based rules see noise late: a pair must be visited, often twice, before its loss can
 mark it, and an untranslated copy is easy for the Boss, so its loss never marks it. The
 most common noise of crawled corpora is visible in the text itself (Khayrallah & Koehn,
-2018): the source copied as the target, or a target in the wrong language. Both are a
-side written in the *other* language of the pair.
-
-The check is a naive Bayes language identifier with one class per side of the corpus,
-fitted on the corpus itself (scikit-learn's ``MultinomialNB`` over the same subword counts
-as the TF-IDF features). A side gets P(it is in the other side's language); it is flagged
-above :data:`FLAG_PROBABILITY`. Noise blurs the two classes only a little. No model is
-downloaded; a corpus whose sides are one language cannot be told apart, which
-:func:`check_languages_differ` reports instead of flagging pairs at random.
+2018): the source copied as the target, or a target in the wrong language, which the
+language check (:mod:`.language_check`) finds. This module fits every check on a corpus
+and scores pairs with all of them (:func:`fit_checks`, :func:`pair_checks`).
 
 A misaligned pair (the target of another sentence, in the right language) passes that
 check; the unrelated check (:mod:`.unrelated_check`) asks whether its two sides are more
@@ -22,11 +16,8 @@ Real crawled noise is subtler (docs/results/paracrawl/README.md): a side is ofte
 a neighbouring line of the same page, which LSI finds as alike as a translation. Cheaper
 signals catch part of that:
 
-- the language check also takes a side's *own-language evidence*: the mean naive Bayes
-  log-likelihood ratio (its language against the other) of the subwords it does not share
-  with the other side (names and numbers are copied across; a third language is not). A
-  real sentence scores far above 0, a third language near it; at most
-  :data:`LANGUAGE_EVIDENCE` flags;
+- the language check also takes a side's own-language evidence (:mod:`.language_check`;
+  at most :data:`LANGUAGE_EVIDENCE` flags);
 - the digits check compares the digits of the numbers on the two sides
   (:data:`DIGITS_MIN_DIFFERENT`, :data:`DIGITS_SHARE`, :data:`DIGITS_ONE_SIDE`).
 
@@ -42,7 +33,6 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.naive_bayes import MultinomialNB
 
 from .check_settings import (  # noqa: F401  (re-exported: the checks' public names)
     CHECKS, COLUMNS, DEFAULT_CHECKS, DIGITS_MIN_DIFFERENT, DIGITS_ONE_SIDE, DIGITS_SHARE,
@@ -51,83 +41,12 @@ from .check_settings import (  # noqa: F401  (re-exported: the checks' public na
 from .check_flags import (  # noqa: F401  (re-exported: the checks' public names)
     check_languages_differ, check_scores, flag_counts, flagged, union_score)
 from .langid_check import langid_scores
+from .language_check import check_one_vocabulary, language_apply, language_fit
 from .digits import digit_counts, digit_scores  # noqa: F401  (re-exported)
 from .lexical import lexical_scores
 from .scripts import script_fit, script_scores
 from .unrelated_check import unrelated_apply, unrelated_fit
 from .words import Side
-
-_MIN_OWN_SUBWORDS = 3  # unshared subwords a side needs for its own-language evidence
-
-
-def other_language_probability(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> np.ndarray:
-    """P(each side is written in the other side's language), per pair: the first two columns
-    of :func:`language_scores`."""
-    return language_scores(src_counts, tgt_counts)[:, :2]
-
-
-def language_scores(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> np.ndarray:
-    """The language check's scores of each pair.
-
-    Args:
-        src_counts (scipy.sparse.csr_matrix): source subword counts (pairs x vocabulary).
-        tgt_counts (scipy.sparse.csr_matrix): target subword counts over the same
-            vocabulary (fairseq-preprocess ``--joined-dictionary``).
-
-    Returns:
-        np.ndarray: ``float32`` (pairs x 3): column 0 P(source side is in the target
-        language), column 1 P(target side is in the source language) (a side without tokens
-        gets 0.5), column 2 the own-language evidence: of the two sides, the smaller mean
-        log-likelihood ratio (own language against the other, nats per subword) over its
-        subwords that the other side lacks (+inf for a side with fewer than 3 such).
-    """
-    _one_vocabulary(src_counts, tgt_counts)
-    if src_counts.shape[0] == 0:
-        return np.zeros((0, 3), dtype=np.float32)
-    return language_apply(language_fit(src_counts, tgt_counts), src_counts, tgt_counts)
-
-
-def _one_vocabulary(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> None:
-    if src_counts.shape != tgt_counts.shape:
-        raise ValueError(f"pair checks need both sides over one vocabulary (fairseq-preprocess "
-                         f"--joined-dictionary): source counts {src_counts.shape}, target "
-                         f"counts {tgt_counts.shape}")
-
-
-def language_fit(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix) -> MultinomialNB:
-    """The language check's two-class identifier, fitted on a corpus's pairs (at least one)."""
-    n = src_counts.shape[0]
-    # class 0: the source language, 1: the target language; one side at a time, so that the
-    # two count matrices are never stacked into a copy (2 x 4.5M rows for WMT14)
-    nb = MultinomialNB(alpha=1.0, fit_prior=False)
-    nb.partial_fit(src_counts, np.zeros(n, dtype=np.int64), classes=[0, 1])
-    nb.partial_fit(tgt_counts, np.ones(n, dtype=np.int64))
-    return nb
-
-
-def language_apply(nb: MultinomialNB, src_counts: sp.csr_matrix,
-                   tgt_counts: sp.csr_matrix) -> np.ndarray:
-    """:func:`language_scores` of pairs under an identifier of :func:`language_fit` (fitted
-    on them, or on another corpus over the same vocabulary)."""
-    n = src_counts.shape[0]
-    if n == 0:
-        return np.zeros((0, 3), dtype=np.float32)
-    out = np.empty((n, 3), dtype=np.float32)
-    out[:, 0] = nb.predict_proba(src_counts)[:, 1]
-    out[:, 1] = nb.predict_proba(tgt_counts)[:, 0]
-    ratio = (nb.feature_log_prob_[0] - nb.feature_log_prob_[1]).astype(np.float32)
-    shared = src_counts.minimum(tgt_counts)
-    evidence = []
-    for counts, sign in ((src_counts, 1.0), (tgt_counts, -1.0)):
-        own = counts - shared
-        own_len = np.asarray(own.sum(axis=1)).ravel()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = sign * (own @ ratio) / own_len
-        # too few subwords of its own to tell (a name or two): left to column 0/1
-        evidence.append(np.where(own_len >= _MIN_OWN_SUBWORDS, mean, np.inf))
-    out[:, 2] = np.minimum(*evidence)
-    return out
-
 
 def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
                 languages: bool = True, symbols: Optional[Sequence[str]] = None,
@@ -206,7 +125,7 @@ class FittedChecks:
 def _fit(src_counts, tgt_counts, languages, symbols, settings, langs):
     nb = lsi = script = lsi_sides = None
     if languages and "language" in settings.checks:
-        _one_vocabulary(src_counts, tgt_counts)
+        check_one_vocabulary(src_counts, tgt_counts)
         if src_counts.shape[0]:
             nb = language_fit(src_counts, tgt_counts)
     if "unrelated" in settings.checks:

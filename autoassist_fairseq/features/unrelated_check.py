@@ -1,13 +1,14 @@
 """The unrelated check: are a pair's two sides more alike than random pairings of the corpus?
 
 A misaligned pair (the target of another sentence, in the right language) passes the
-language check of :mod:`.pair_checks`. This check asks whether the two sides are more alike
-than random pairings of the corpus are, in a cross-language latent semantic space (cross-language LSI, `Dumais et
-al., 1997 <https://cdn.aaai.org/Symposia/Spring/1997/SS-97-05/SS97-05-003.pdf>`_): a
-truncated SVD of the joined TF-IDF rows ``[source | target]`` of the corpus learns which
-source and target subwords occur together; each side is projected alone and the two
-projections are compared (cosine). A pair's p-value is the share of random pairings
-(source of one pair, target of another) at least as similar; it is flagged above
+language check (:mod:`.language_check`). This check asks whether the two sides are more alike
+than random pairings of the corpus are, in a cross-language latent semantic space
+(cross-language LSI, `Dumais et al., 1997
+<https://cdn.aaai.org/Symposia/Spring/1997/SS-97-05/SS97-05-003.pdf>`_): a truncated SVD of
+the joined TF-IDF rows ``[source | target]`` of the corpus learns which source and target
+subwords occur together; each side is projected alone and the two projections are compared
+(cosine). A pair's p-value is the share of random pairings (source of one pair, target of
+another) at least as similar; it is flagged above
 :data:`.check_settings.UNRELATED_P_VALUE`.
 
 Invariant: the random pairings pair the source of one pair with the target of another, never
