@@ -11,7 +11,7 @@ import argparse
 import importlib.util
 import math
 import numbers
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Optional, Tuple
 
 # P(side in the other language) above which a side is flagged; naive Bayes probabilities are
@@ -85,52 +85,78 @@ COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_
            "other_language_margin")
 # widths of the arrays older autoassist-features wrote: their first columns are COLUMNS'
 OLDER_WIDTHS = (3, 7, 9, 10)
-# The range of each setting, from its meaning: field -> (low, low included, high, high
-# included, what a value outside it would do); None: unbounded (but finite). A bar outside
-# its range would flag every pair, or none (to turn a check off, leave it out of
-# --pair-checks).
-RANGES = {
-    "flag_probability": (0.5, True, 1.0, False,
-                         "a side is flagged when P(in the other side's language) is above it: "
-                         "below 0.5 it flags sides more likely in their own language, at 1 none"),
-    "language_evidence": (None, True, None, True, "nats per subword"),
-    "unrelated_p_value": (0.0, False, 1.0, False,
-                          "a pair is flagged when more than this share of random pairings are "
-                          "as alike as its sides: at 0 nearly every pair is, at 1 none"),
-    "digits_min_different": (1, True, None, True,
-                             "a count of digits: at 0 pairs whose digits all match could be "
-                             "flagged"),
-    "digits_share": (0.0, True, 1.0, True,
-                     "a share of a pair's digits: above 1 no pair with digits on both sides is "
-                     "flagged"),
-    "digits_one_side": (1, True, None, True,
-                        "a count of digits: at 0 every pair without digits is flagged"),
-    "lexical_bar": (None, True, None, True, "nats per subword"),
-    "rare_script": (0.0, False, 0.5, True,
-                    "a share of a side's letters under which a script is foreign to it: at 0 "
-                    "none is, and a script of more than half of a side's letters is its own"),
-    "script_share": (0.0, False, 1.0, True,
-                     "a share of a side's letters: at 0 every pair is flagged, above 1 none"),
-    "langid_bar": (0.0, True, None, True,
-                   "nats by which another language must score above a side's own: below 0 a "
-                   "side scored best in its own language is flagged"),
-}
+
+
+def _setting(default, low, low_in, high, high_in, why: str, help: str, option: str = ""):
+    """A bar of :class:`PairCheckSettings`, declared once: its default, its range (``low``,
+    ``high``: None for unbounded; whether each end is included; *why*: what a value outside
+    it would do), its option's help (the default is added) and, where it differs from the
+    field's name, its option."""
+    return field(default=default, metadata={"range": (low, low_in, high, high_in, why),
+                                            "help": help, "option": option})
 
 
 @dataclass
 class PairCheckSettings:
-    """Which checks run and where they flag (recorded in the feature file's header)."""
+    """Which checks run and where they flag (recorded in the feature file's header). Each
+    bar's range, option and help are in its field's metadata (:func:`_setting`): a bar
+    outside its range would flag every pair, or none (to turn a check off, leave it out of
+    ``--pair-checks``)."""
     checks: Tuple[str, ...] = DEFAULT_CHECKS
-    flag_probability: float = FLAG_PROBABILITY
-    language_evidence: float = LANGUAGE_EVIDENCE
-    unrelated_p_value: float = UNRELATED_P_VALUE
-    digits_min_different: int = DIGITS_MIN_DIFFERENT
-    digits_share: float = DIGITS_SHARE
-    digits_one_side: int = DIGITS_ONE_SIDE
-    lexical_bar: float = LEXICAL_BAR
-    rare_script: float = RARE_SCRIPT
-    script_share: float = SCRIPT_SHARE
-    langid_bar: float = LANGID_BAR
+    flag_probability: float = _setting(
+        FLAG_PROBABILITY, 0.5, True, 1.0, False,
+        "a side is flagged when P(in the other side's language) is above it: below 0.5 it "
+        "flags sides more likely in their own language, at 1 none",
+        "flag a side whose P(written in the other side's language) is above this",
+        option="--language-probability")
+    language_evidence: float = _setting(
+        LANGUAGE_EVIDENCE, None, True, None, True, "nats per subword",
+        "flag a side whose subwords not shared with the other side are on average at most "
+        "this much more likely (log-likelihood ratio, nats per subword) in its own language "
+        "than in the other")
+    unrelated_p_value: float = _setting(
+        UNRELATED_P_VALUE, 0.0, False, 1.0, False,
+        "a pair is flagged when more than this share of random pairings are as alike as its "
+        "sides: at 0 nearly every pair is, at 1 none",
+        "flag a pair when at least this share of random pairings of the corpus are as similar "
+        "as its sides")
+    digits_min_different: int = _setting(
+        DIGITS_MIN_DIFFERENT, 1, True, None, True,
+        "a count of digits: at 0 pairs whose digits all match could be flagged",
+        "digits check: flag a pair with digits on both sides when at least this many of its "
+        "digits have no counterpart on the other side ...")
+    digits_share: float = _setting(
+        DIGITS_SHARE, 0.0, True, 1.0, True,
+        "a share of a pair's digits: above 1 no pair with digits on both sides is flagged",
+        "... and they are at least this share of its digits")
+    digits_one_side: int = _setting(
+        DIGITS_ONE_SIDE, 1, True, None, True,
+        "a count of digits: at 0 every pair without digits is flagged",
+        "digits check: flag a pair with digits on one side only when it has at least this many")
+    lexical_bar: float = _setting(
+        LEXICAL_BAR, None, True, None, True, "nats per subword",
+        "lexical check: flag a pair with a side whose subwords are on average less likely "
+        "under its other side than under a random side of the corpus by more than this "
+        "(log-probability ratio, nats per subword, of an IBM Model 1 table fitted on the "
+        "corpus)")
+    rare_script: float = _setting(
+        RARE_SCRIPT, 0.0, False, 0.5, True,
+        "a share of a side's letters under which a script is foreign to it: at 0 none is, "
+        "and a script of more than half of a side's letters is its own",
+        "script check: a script (Latin, Cyrillic, CJK, ...) is foreign to a side when it "
+        "holds under this share of the side's letters over the corpus ...")
+    script_share: float = _setting(
+        SCRIPT_SHARE, 0.0, False, 1.0, True,
+        "a share of a side's letters: at 0 every pair is flagged, above 1 none",
+        "... and a pair is flagged when at least this share of one side's letters, over the "
+        "subwords the other side lacks, are in scripts foreign to it")
+    langid_bar: float = _setting(
+        LANGID_BAR, 0.0, True, None, True,
+        "nats by which another language must score above a side's own: below 0 a side "
+        "scored best in its own language is flagged",
+        "langid check (py3langid, 140 languages): flag a side whose words not found on the "
+        "other side score some language other than its own (the source or target language "
+        "code) above its own by more than this (nats of log-likelihood)")
 
     def __post_init__(self):
         self.checks = tuple(self.checks)
@@ -169,6 +195,11 @@ class PairCheckSettings:
                              "range") from None
 
 
+# the bars, by field name, and their ranges (low, low included, high, high included, why)
+_BARS = {f.name: f for f in fields(PairCheckSettings) if "range" in f.metadata}
+RANGES = {name: f.metadata["range"] for name, f in _BARS.items()}
+
+
 def check_available(settings: PairCheckSettings) -> None:
     """Raise ValueError, naming both fixes, where *settings* ask for the langid check and
     py3langid is not installed: before the features are counted, not after."""
@@ -182,8 +213,7 @@ def check_available(settings: PairCheckSettings) -> None:
 
 def option(name: str) -> str:
     """The command-line option of a field of :class:`PairCheckSettings`."""
-    return "--language-probability" if name == "flag_probability" else \
-        "--" + name.replace("_", "-")
+    return _BARS[name].metadata["option"] or "--" + name.replace("_", "-")
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
@@ -193,54 +223,14 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--pair-checks", default=",".join(d.checks), metavar="NAMES",
                        help=f"comma-separated checks to run, of {', '.join(CHECKS)}; 'none' for "
                             f"none (default: {','.join(d.checks)})")
-    group.add_argument("--language-probability", type=float, default=d.flag_probability,
-                       help="flag a side whose P(written in the other side's language) is above "
-                            f"this (default: {d.flag_probability})")
-    group.add_argument("--language-evidence", type=float, default=d.language_evidence,
-                       help="flag a side whose subwords not shared with the other side are on "
-                            "average at most this much more likely (log-likelihood ratio, nats "
-                            "per subword) in its own language than in the other (default: "
-                            f"{d.language_evidence})")
-    group.add_argument("--unrelated-p-value", type=float, default=d.unrelated_p_value,
-                       help="flag a pair when at least this share of random pairings of the "
-                            f"corpus are as similar as its sides (default: {d.unrelated_p_value})")
-    group.add_argument("--digits-min-different", type=int, default=d.digits_min_different,
-                       help="flag a pair with at least this many digits without a counterpart "
-                            f"on the other side (default: {d.digits_min_different}) ...")
-    group.add_argument("--digits-share", type=float, default=d.digits_share,
-                       help="... that are at least this share of its digits (default: "
-                            f"{d.digits_share}); a pair with digits on one side only: ...")
-    group.add_argument("--digits-one-side", type=int, default=d.digits_one_side,
-                       help="... with at least this many (default: "
-                            f"{d.digits_one_side})")
-    group.add_argument("--lexical-bar", type=float, default=d.lexical_bar,
-                       help="lexical check: flag a pair with a side whose subwords are on "
-                            "average less likely under its other side than under a random "
-                            "side of the corpus by more than this (log-probability ratio, nats "
-                            "per subword, of an IBM Model 1 table fitted on the corpus; "
-                            f"default: {d.lexical_bar})")
-    group.add_argument("--rare-script", type=float, default=d.rare_script,
-                       help="script check: a script (Latin, Cyrillic, CJK, ...) is foreign to "
-                            "a side when it holds under this share of the side's letters over "
-                            f"the corpus (default: {d.rare_script}) ...")
-    group.add_argument("--script-share", type=float, default=d.script_share,
-                       help="... and a pair is flagged when at least this share of one side's "
-                            "letters, over the subwords the other side lacks, are in scripts "
-                            f"foreign to it (default: {d.script_share})")
-    group.add_argument("--langid-bar", type=float, default=d.langid_bar,
-                       help="langid check (py3langid, 140 languages): flag a side whose "
-                            "words not found on the other side score some language other than "
-                            "its own (the source or target language code) above its own by "
-                            f"more than this (nats of log-likelihood; default: {d.langid_bar})")
+    for name, f in _BARS.items():
+        flag = option(name)
+        group.add_argument(flag, type=f.type, default=f.default, dest=name,
+                           metavar=flag[2:].upper().replace("-", "_"),
+                           help=f"{f.metadata['help']} (default: {f.default})")
 
 
 def settings_from_args(args: argparse.Namespace) -> PairCheckSettings:
     names = [c for c in args.pair_checks.split(",") if c and c != "none"]
-    return PairCheckSettings(checks=tuple(names), flag_probability=args.language_probability,
-                             language_evidence=args.language_evidence,
-                             unrelated_p_value=args.unrelated_p_value,
-                             digits_min_different=args.digits_min_different,
-                             digits_share=args.digits_share,
-                             digits_one_side=args.digits_one_side,
-                             lexical_bar=args.lexical_bar, rare_script=args.rare_script,
-                             script_share=args.script_share, langid_bar=args.langid_bar)
+    return PairCheckSettings(checks=tuple(names),
+                             **{name: getattr(args, name) for name in _BARS})
