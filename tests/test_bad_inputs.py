@@ -476,6 +476,13 @@ def test_an_edited_schema_version_in_a_checkpoint_stops_the_resume(tiny_checkpoi
     assert message + "resume from another checkpoint, or relaunch with --reset-dataloader (a " \
         "new Assistant and batch plan)" in output, output[-3000:]
     assert "| train_inner |" not in output and path.read_bytes() == edited
+    # autoassist-diagnose reads the same state: the same reason, its own fix, no traceback
+    error = _diagnose_error(tiny_data, path)
+    reason = message[:-2] if message.endswith("; ") else message.split(": finish")[0]
+    assert error == (f"autoassist-diagnose: error: --checkpoint {path}: {reason}; "
+                     "autoassist-diagnose reads the AutoAssist state of this release's "
+                     "checkpoints: diagnose it with the autoassist-fairseq version that wrote "
+                     "it, or give a checkpoint of a run of this version"), error
 
 
 def test_another_lambda_max_or_pair_checks_at_a_resume_is_logged_from_where_it_applies(

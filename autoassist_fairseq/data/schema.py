@@ -38,7 +38,12 @@ _RESET = ("resume from another checkpoint, or relaunch with --reset-dataloader (
 
 
 class CheckpointSchemaError(ValueError):
-    """A saved AutoAssist state this version cannot resume from; the message says why."""
+    """A saved AutoAssist state this version cannot resume from: the message says why
+    (``reason``, for tools that read checkpoints without resuming) and the fix."""
+
+    def __init__(self, reason: str, fix: str = _RESET, joiner: str = "; "):
+        super().__init__(f"{reason}{joiner}{fix}")
+        self.reason = reason
 
 
 def load(saved: dict) -> dict:
@@ -50,13 +55,13 @@ def load(saved: dict) -> dict:
     """
     if not isinstance(saved, dict):
         raise CheckpointSchemaError(f"the checkpoint's AutoAssist state is a "
-                                    f"{type(saved).__name__}, not a dict; {_RESET}")
+                                    f"{type(saved).__name__}, not a dict")
     if "version" in saved and "schema" not in saved:
         raise CheckpointSchemaError(
             f"the checkpoint's AutoAssist state was written by a development version of "
             f"autoassist-fairseq before 0.2.0 (its schema version {saved['version']!r}), "
-            f"whose layouts this release does not read: finish that run with the version "
-            f"that started it, or {_RESET}")
+            f"whose layouts this release does not read",
+            f"finish that run with the version that started it, or {_RESET}", joiner=": ")
     schema = saved.get("schema")
     if schema != VERSION:
         newer = isinstance(schema, int) and schema > VERSION
@@ -64,7 +69,7 @@ def load(saved: dict) -> dict:
             f"the checkpoint's AutoAssist state has schema {schema!r}; this "
             f"autoassist-fairseq reads schema {VERSION}"
             + (" (the checkpoint is from a newer release: upgrade autoassist-fairseq)"
-               if newer else "") + f"; {_RESET}")
+               if newer else ""))
     _check(saved)
     return saved
 
@@ -76,7 +81,7 @@ def _check(saved: dict) -> None:
     ranks = saved["ranks"]
     if ranks is not None and not isinstance(ranks, list):
         raise CheckpointSchemaError(f"the AutoAssist state's ranks is a "
-                                    f"{type(ranks).__name__}, not a list; {_RESET}")
+                                    f"{type(ranks).__name__}, not a list")
     for r, entry in enumerate(ranks or []):
         if entry is None:
             continue
@@ -90,14 +95,14 @@ def _check(saved: dict) -> None:
 
 def _keys(what: str, obj, allowed: set, required: set) -> None:
     if not isinstance(obj, dict):
-        raise CheckpointSchemaError(f"{what} is a {type(obj).__name__}, not a dict; {_RESET}")
+        raise CheckpointSchemaError(f"{what} is a {type(obj).__name__}, not a dict")
     unknown, missing = set(obj) - allowed, required - set(obj)
     if unknown or missing:
         parts = ([f"unknown fields {sorted(unknown)}"] if unknown else []) + \
                 ([f"missing fields {sorted(missing)}"] if missing else [])
         raise CheckpointSchemaError(
             f"{what} in the checkpoint has {' and '.join(parts)} for schema {VERSION}: it "
-            f"was written by another autoassist-fairseq; {_RESET}")
+            f"was written by another autoassist-fairseq")
 
 
 def describe_seed_change(gen_state: Optional[dict], seed: int) -> Optional[str]:

@@ -152,6 +152,7 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
 
     from .. import register
     from ..assistant import Assistant
+    from ..data import schema
     from ..data.arrays import tensors_to_arrays
 
     # the task the checkpoint names, and compat (torch >= 2.6 loads fairseq's checkpoints):
@@ -167,6 +168,15 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
                              "that fairseq-train saved, e.g. SAVE_DIR/checkpoint_last.pt"
                              ) from None
     saved = (state.get("extra_state") or {}).get("train_iterator", {}).get("autoassist")
+    if saved is not None:  # before any of it is read: an older layout has other keys
+        try:
+            schema.load(tensors_to_arrays(saved))
+        except schema.CheckpointSchemaError as err:
+            raise DiagnosisError(
+                f"--checkpoint {checkpoint}: {err.reason}; "
+                "autoassist-diagnose reads the AutoAssist state of this release's checkpoints: "
+                "diagnose it with the autoassist-fairseq version that wrote it, or give a "
+                "checkpoint of a run of this version") from None
     has_assistant = bool(saved and saved.get("ranks") and saved["ranks"][0] is not None)
     if not has_assistant:
         logger.info(f"{checkpoint} holds no Assistant state (plain --task translation?): "
