@@ -165,8 +165,8 @@ def verdict(noise_share_checks, noise_share_dynamics=None, noise_share=None,
                           "flag 8.9% of its pairs) the plugin's noise rule at 0.85 B ended 1.3 "
                           "BLEU above plain fairseq at B and 1.5 above plain fairseq on the "
                           "filtered corpus at 0.85 B (35.73 against 34.45 and 34.25, two "
-                          "seeds), at a validation loss 0.18 higher; the filter alone did not "
-                          "pay there. No real crawled corpus was trained at a budget: compare "
+                          "seeds), at a validation loss 0.18 higher and partly through longer "
+                          "outputs; the filter alone did not pay there. No real crawled corpus was trained at a budget: compare "
                           "the noise rule with plain fairseq at the budget"), \
         f"{rule_cmd}; and {plain_cmd}"
 
