@@ -6,6 +6,23 @@ alone, inside the functions, so that the Boss's path loads nothing of the featur
 """
 
 import os
+import re
+from typing import List, Optional, Tuple
+
+# <split>.<src>-<tgt>.<lang>.idx, as fairseq-preprocess writes them
+# (fairseq's data_utils.infer_language_pair reads the same part of the name)
+_BINARY = re.compile(r"^([^.]+)\.([^.\-]+)-([^.\-]+)\.([^.\-]+)\.idx$")
+
+
+def binarised_pairs(data_dir: str, split: Optional[str] = None) -> List[Tuple[str, str]]:
+    """The (src, tgt) pairs of the binarised sides in *data_dir* (of *split* alone, if
+    given), sorted: the one parser of fairseq-preprocess's file names."""
+    pairs = set()
+    for name in os.listdir(data_dir):
+        m = _BINARY.match(name)
+        if m and m.group(4) in m.group(2, 3) and split in (None, m.group(1)):
+            pairs.add((m.group(2), m.group(3)))
+    return sorted(pairs)
 
 
 def dataset_prefix(data_dir: str, split: str, src: str, tgt: str, lang: str) -> str:

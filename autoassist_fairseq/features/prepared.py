@@ -11,8 +11,10 @@ import numpy as np
 
 def language_pair(data: Path):
     """(source, target) of the binarised training set of a data directory."""
-    idx = sorted(p.name for p in Path(data).glob("train.*-*.*.idx"))
-    if not idx:
+    from .binarised import binarised_pairs
+
+    pairs = binarised_pairs(data, "train")
+    if not pairs:
         raw = sorted(p.name for p in Path(data).glob("train.*-*.*") if p.is_file() and
                      p.name.count(".") == 2 and p.suffix[1:] in p.name.split(".")[1].split("-"))
         hint = (f" (it holds {', '.join(raw[:2])}: raw text of fairseq-preprocess --dataset-impl "
@@ -20,13 +22,12 @@ def language_pair(data: Path):
         raise FileNotFoundError(f"no binarised training set in {data} (train.SRC-TGT.*.idx)"
                                 f"{hint}; give a directory of scripts/prepare-corpus.sh or "
                                 "fairseq-preprocess")
-    pairs = sorted({name.split(".")[1] for name in idx})
     if len(pairs) > 1:  # which one was meant is not for a tool to guess
         raise ValueError(f"{data} holds the training sets of {len(pairs)} language pairs "
-                         f"({', '.join(pairs)}): the tools read one pair's training set; give "
-                         "a directory with one (fairseq-preprocess --destdir per pair)")
-    src, tgt = pairs[0].split("-")
-    return src, tgt
+                         f"({', '.join('-'.join(p) for p in pairs)}): the tools read one "
+                         "pair's training set; give a directory with one (fairseq-preprocess "
+                         "--destdir per pair)")
+    return pairs[0]
 
 
 def kept_lines(data: Path, num_pairs: int) -> Optional[np.ndarray]:

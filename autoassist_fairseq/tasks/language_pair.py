@@ -7,26 +7,14 @@ into a message that lists the pairs the directory holds and names the fix.
 """
 
 import os
-import re
 from typing import List, Optional, Tuple
 
-# <split>.<src>-<tgt>.<lang>.idx, as fairseq-preprocess writes them
-# (data_utils.infer_language_pair reads the same part of the name)
-_BINARY = re.compile(r"^[^.]+\.([^.\-]+)-([^.\-]+)\.([^.\-]+)\.idx$")
-
+from ..features.binarised import binarised_pairs
 
 def language_pairs(data_path: str) -> List[Tuple[str, str]]:
-    """The (src, tgt) pairs of the binarised datasets in *data_path*, sorted.
-
-    Args:
-        data_path (str): a directory written by ``fairseq-preprocess``.
-    """
-    pairs = set()
-    for name in os.listdir(data_path):
-        m = _BINARY.match(name)
-        if m and m.group(3) in m.group(1, 2):
-            pairs.add((m.group(1), m.group(2)))
-    return sorted(pairs)
+    """The (src, tgt) pairs of the binarised datasets in *data_path* (a directory written
+    by ``fairseq-preprocess``), sorted."""
+    return binarised_pairs(data_path)
 
 
 def check_language_pair(data_path: str, src: Optional[str], tgt: Optional[str]) -> None:
