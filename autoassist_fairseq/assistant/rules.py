@@ -20,6 +20,8 @@ from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .schedule import moving_average
+
 RULES = ("paper", "random", "learnable", "noise")
 
 # float16 holds the stored losses (2 bytes a pair); larger values would become inf.
@@ -70,12 +72,8 @@ def update_high_threshold(high: Optional[float], losses: np.ndarray, quantile: f
     Raises:
         ValueError: if *losses* is empty or holds a non-finite value.
     """
-    losses = np.asarray(losses, dtype=np.float64)
-    if not len(losses) or not np.isfinite(losses).all():
-        raise ValueError("update_high_threshold needs a non-empty batch of finite losses; "
-                         "drop non-finite losses first (Assistant.learn does)")
-    value = float(np.quantile(losses, quantile))
-    return value if high is None else decay * high + (1.0 - decay) * value
+    return moving_average(high, losses, decay,
+                          statistic=lambda x: np.quantile(x, quantile))
 
 
 def update_strikes(last: np.ndarray, strikes: np.ndarray, losses: np.ndarray, high: float,

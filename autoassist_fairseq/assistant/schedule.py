@@ -12,19 +12,26 @@ from typing import Optional
 import numpy as np
 
 
-def update_threshold(threshold: Optional[float], losses: np.ndarray, decay: float) -> float:
-    """T_k <- decay * T_k + (1 - decay) * mean(losses); the first batch sets T_k.
+def moving_average(previous: Optional[float], losses: np.ndarray, decay: float,
+                   statistic=np.mean) -> float:
+    """previous <- decay * previous + (1 - decay) * statistic(losses); the first batch
+    (*previous* None) sets it.
 
     Raises:
-        ValueError: if *losses* is empty or holds a non-finite value, which would make T_k
-            inf or NaN for the rest of the run.
+        ValueError: if *losses* is empty or holds a non-finite value, which would make the
+            average inf or NaN for the rest of the run.
     """
     losses = np.asarray(losses, dtype=np.float64)
     if not len(losses) or not np.isfinite(losses).all():
-        raise ValueError("update_threshold needs a non-empty batch of finite losses; "
-                         "drop non-finite losses first (Assistant.learn does)")
-    mean = float(np.mean(losses))
-    return mean if threshold is None else decay * threshold + (1.0 - decay) * mean
+        raise ValueError("a moving average of the losses needs a non-empty batch of finite "
+                         "losses; drop non-finite losses first (Assistant.learn does)")
+    value = float(statistic(losses))
+    return value if previous is None else decay * previous + (1.0 - decay) * value
+
+
+def update_threshold(threshold: Optional[float], losses: np.ndarray, decay: float) -> float:
+    """T_k <- decay * T_k + (1 - decay) * mean(losses); the first batch sets T_k."""
+    return moving_average(threshold, losses, decay)
 
 
 def chance_corrected(accuracy: float, chance: float) -> float:
