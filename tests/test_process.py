@@ -521,3 +521,82 @@ def test_non_finite_losses_are_dropped_by_the_real_assistant(tmp_path):
     assert stats["nonfinite"] == 5
     assert np.isfinite(stats["threshold"]) and stats["loss_batches"] == 2
 
+
+class OddSkippingAssistant:
+    """Stands in for the Assistant: accepts odd ids with probability 0.2, the others always."""
+
+    stats = {"threshold": 1.0, "lambda": 0.5, "accuracy": 0.5, "chance": 0.5, "loss_batches": 0}
+
+    def learn(self, ids, losses):
+        pass
+
+    def accept_probability(self, ids):
+        return np.where(ids % 2 == 1, 0.2, 1.0)
+
+    def state_dict(self):
+        return {}
+
+
+def _stopped(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+@pytest.mark.parametrize("fallback", ["error", "uniform"])
+def test_a_hung_but_alive_assistant_is_a_failure_after_the_reply_timeout(fallback,
+                                                                        monkeypatch):
+    """An Assistant process that lives but sends nothing (stopped with SIGSTOP here, as a
+    deadlock or a starved CPU would leave it) passes the liveness check; once the Boss has
+    trained the windows it sent, its wait for the next one ends after the reply timeout
+    (REPLY_TIMEOUT, 120 s; 1 s here) as a failed Assistant: `error` stops with the cause and
+    the fix, `uniform` goes on with every pair accepted. The stopped process is ended."""
+    from autoassist_fairseq.data.batch_generator import BatchGenerator
+    from autoassist_fairseq.data.batch_stream import BatchStream
+    from autoassist_fairseq.transport import process as process_module
+    from autoassist_fairseq.transport.client import AssistantClient
+
+    monkeypatch.setattr(AssistantProcess, "next_window", lambda self: self.get(timeout=1.0))
+    monkeypatch.setattr(process_module, "JOIN_TIMEOUT", 0.5)  # STOP unread: SIGKILL sooner
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(3, 30, 2000), rng.integers(3, 30, 2000)
+
+    def generator():
+        return BatchGenerator(np.arange(2000), *sizes, max_tokens=600, window_size=300, seed=3)
+
+    gen = generator()
+    stream = BatchStream(gen)
+    client = AssistantClient(lambda: AssistantProcess(OddSkippingAssistant, generator,
+                                                      boss_queue_size=1),
+                             gen, stream, fallback=fallback)
+    client.start(first_pass=1)
+    pid = client.source.proc.pid
+    try:
+        def train():  # the Boss: take a batch, report its losses
+            batch = stream.next_batch(client.next_window)
+            client.send_losses(batch.ids, np.ones(len(batch.ids)), batch.seq)
+            return batch
+
+        trained = [train() for _ in range(5)]
+        os.kill(pid, signal.SIGSTOP)
+        wait_for(lambda: _stopped(pid), "SIGSTOP")
+        client.source.check()  # alive: no failure
+        assert not client.fell_back
+        if fallback == "error":
+            with pytest.raises(AssistantDied, match=r"sent nothing for 1s \(it may be stuck or "
+                                                    r"starved of CPU\)") as err:
+                for _ in range(200):
+                    train()
+            assert "--assistant-fallback uniform" in str(err.value)
+            client.shutdown()
+        else:
+            trained += [train() for _ in range(200)]
+            assert client.fell_back
+            assert [b.seq for b in trained] == list(range(len(trained)))  # none lost
+            first = np.concatenate([b.ids for b in trained[:5]])
+            late = np.concatenate([b.ids for b in trained[-60:]])
+            assert np.mean(first % 2 == 1) < 0.4 < np.mean(late % 2 == 1)  # uniform now
+        assert not running(pid)
+    finally:
+        if running(pid):
+            os.kill(pid, signal.SIGKILL)
+        client.shutdown()
