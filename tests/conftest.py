@@ -46,10 +46,13 @@ def synthetic_data(tmp_path_factory):
 @pytest.fixture(scope="session")
 def paper_run(train_data, tmp_path_factory):
     """400 updates of the tiny transformer on train_data with the paper's rule alone, the
-    one that skips easy (low-loss) pairs: ``(save_dir, process)``."""
+    one that skips easy (low-loss) pairs, in the deterministic mode (what the Assistant has
+    learned at each window does not depend on the machine's load), every trained batch
+    traced in ``save_dir / "trace"``: ``(save_dir, process)``."""
     save_dir = tmp_path_factory.mktemp("paper-run")
     proc = run(train_args(train_data, save_dir, extra=[
-        "--max-update", "400", "--assistant-rule", "paper", "--assistant-pair-checks", "off"]))
+        "--max-update", "400", "--assistant-rule", "paper", "--assistant-pair-checks", "off",
+        "--assistant-sync", "--assistant-trace-dir", save_dir / "trace"]))
     return save_dir, proc
 
 

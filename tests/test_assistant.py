@@ -222,7 +222,10 @@ def test_nonfinite_features_stop_the_assistant_with_the_fix(store):
     a = Assistant(store, AssistantHParams(rule="paper", warmup=0))
     rows = store.rows(np.arange(40)).copy()
     rows.data[0] = np.nan
-    with pytest.raises(FloatingPointError, match="feature file holds non-finite values"):
+    with pytest.raises(FloatingPointError, match=r"\(--assistant-lr 4.0\): the feature file "
+                                                 r"holds non-finite values, or the rate is too "
+                                                 r"high; rebuild the features with "
+                                                 r"autoassist-features, or lower --assistant-lr"):
         a.model.update(rows, np.ones(40))
 
 

@@ -82,6 +82,32 @@ def test_damaged_feature_files_name_the_file_and_the_rebuild(name, damage, match
     assert str(path) in str(err.value) and "rebuild it with: REBUILD-COMMAND" in str(err.value)
 
 
+@pytest.mark.parametrize("version", [0, 2])
+def test_a_feature_file_of_another_format_is_refused_naming_the_rebuild(data, tmp_path,
+                                                                        capsys, version):
+    """A feature file whose header gives another format version than this release writes
+    (an older autoassist-features', or a newer one's): training stops at the dataset's load,
+    and autoassist-filter before writing anything, naming the file, both versions and the
+    command that rebuilds it."""
+    import json
+
+    from autoassist_fairseq.features.store import FORMAT_VERSION
+    from autoassist_fairseq.tools.filter import cli_main as filter_main
+
+    header = data / f"{PREFIX}.json"
+    meta = json.loads(header.read_text())
+    assert meta["version"] == FORMAT_VERSION == 1 and version != FORMAT_VERSION
+    header.write_text(json.dumps(dict(meta, version=version)))
+    message = f"{header} has format version {version}, expected {FORMAT_VERSION}; rebuild it " \
+              f"with: autoassist-features {data} --source-lang src --target-lang tgt"
+    with pytest.raises(ValueError) as err:
+        _open_features(data)
+    assert message in str(err.value), str(err.value)
+    assert filter_main([str(data), "--out", str(tmp_path / "filtered")]) == 1
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "filtered").exists()
+
+
 def test_a_cut_pair_checks_file_stops_the_run_even_by_default(data):
     """Before, a cut pair-checks.npy only turned the checks off after a warning."""
     path = data / f"{PREFIX}.pair-checks.npy"

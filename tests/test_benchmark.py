@@ -532,7 +532,8 @@ def test_bleu_is_scored_at_mid_epoch_validation_checkpoints(tmp_path, monkeypatc
         (100, 1000, 1.0), (120, 1200, 2.0), (200, 2000, 3.0), (250, 2500, 4.0)]
 
 
-def _wait_ended(pid, seconds=10.0):
+def _wait_ended(pid, seconds=60.0):
+    """Whether *pid* ends within *seconds* (a hang guard: it ends in milliseconds)."""
     deadline = time.monotonic() + seconds
     while running(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -544,15 +545,15 @@ def test_training_child_ends_when_its_driver_is_killed_outright():
     """The fairseq-train child of a driver killed by SIGKILL (no handler runs) gets SIGTERM
     from the kernel, so a rerun never resumes into a folder another training still writes."""
     child = None
-    sleeper = runs.DIE_WITH_PARENT + "import time; time.sleep(60)"
+    sleeper = runs.DIE_WITH_PARENT + "print('asked', flush=True); import time; time.sleep(60)"
     driver = subprocess.Popen(
         [sys.executable, "-c", "import subprocess, sys, time; p = subprocess.Popen("
          f"[sys.executable, '-c', {sleeper!r}]); print(p.pid, flush=True); "
          "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
     try:
-        child = int(driver.stdout.readline())
-        time.sleep(0.5)  # the child has asked for the signal
-        assert running(child)
+        lines = [driver.stdout.readline().strip() for _ in range(2)]  # in either order
+        child = int(next(line for line in lines if line != "asked"))
+        assert "asked" in lines and running(child)  # the child has asked for the signal
         driver.kill()
         driver.wait()
         assert _wait_ended(child), "the training child outlived its killed driver"
@@ -566,19 +567,26 @@ def test_training_child_ends_when_its_driver_is_killed_outright():
 def test_run_process_group_ends_a_scripts_children_on_an_exception(tmp_path):
     """evaluate.sh's fairseq-generate is bash's child: an interrupted BLEU step (Ctrl-C, or
     SIGTERM turned into SystemExit) ends the whole group, not bash alone."""
+    import threading
+
     pid_file = tmp_path / "grandchild.pid"
-    script = f"sleep 60 & echo $! > {pid_file}; wait"
+    script = f"sleep 60 & echo $! > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; wait"
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
+    def interrupt_once_started():  # Ctrl-C once bash has started its child
+        deadline = time.monotonic() + 60  # a hang guard
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGALRM)  # handled in the main thread, inside the step
+
     old = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
     try:
         with pytest.raises(KeyboardInterrupt):
             runs.run_process_group(["bash", "-c", script], grace=5)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
     grandchild = int(pid_file.read_text())
     try:

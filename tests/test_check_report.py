@@ -151,10 +151,12 @@ def test_report_refuses_bad_input_with_the_fix(corpus, tmp_path, caplog):
     args = [str(labelled), "--clean", str(path / "clean"), "--src", "en", "--tgt", "fr",
             "--out", str(tmp_path / "r.json"), "--workdir", str(tmp_path)]
     assert check_report.cli_main(args) == 1
-    assert "has no column fr" in caplog.text and not (tmp_path / "r.json").exists()
+    assert f"{labelled} has no column fr (columns: " in caplog.text
+    assert "it needs one column per language named as --src/--tgt, and 'label'" in caplog.text
+    assert not (tmp_path / "r.json").exists()
     args[6] = "de"
     assert check_report.cli_main(args[:2] + [str(path / "nothing")] + args[3:]) == 1
-    assert "clean corpus side not found" in caplog.text
+    assert f"clean corpus side not found: {path / 'nothing'}.en (nor .gz)" in caplog.text
     with pytest.raises(ValueError, match="needs 2700 clean pairs.*900"):
         labelled_pairs.mix(labelled_pairs.read_labelled(str(labelled), "en", "de"),
                            ["a"] * 900, ["b"] * 900, 0.1, 0)

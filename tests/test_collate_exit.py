@@ -30,20 +30,20 @@ def test_a_run_ending_during_collation_exits_cleanly():
 def test_exit_guard_waits_for_open_sections_and_refuses_new_ones():
     guard = ExitGuard()
     assert guard.enter()
-    left = []
-
-    def finish():
-        time.sleep(0.3)
-        left.append(time.monotonic())
-        guard.leave()
-
-    threading.Thread(target=finish).start()
-    guard.close(timeout=5)
-    closed = time.monotonic()
-    assert left and closed >= left[0]  # close waited for the open section
+    closer = threading.Thread(target=guard.close, kwargs={"timeout": 60})
+    closer.start()
+    deadline = time.monotonic() + 60  # a hang guard
+    while not guard._closing and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert guard._closing and not guard.enter()  # closing: no section opens
+    assert closer.is_alive()  # close waits for the open section (for up to 60 s) ...
+    guard.leave()
+    closer.join(60)
+    assert not closer.is_alive()  # ... and returns once it left
     assert not guard.enter()  # and no section opens after it
     stuck = ExitGuard()
     assert stuck.enter()
-    t0 = time.monotonic()
-    stuck.close(timeout=0.2)  # a section that never leaves delays the exit by the timeout only
-    assert time.monotonic() - t0 < 2
+    closer = threading.Thread(target=stuck.close, kwargs={"timeout": 0.2})
+    closer.start()  # a section that never leaves delays the exit by the timeout only
+    closer.join(60)
+    assert not closer.is_alive() and stuck._open == 1

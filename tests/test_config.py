@@ -143,3 +143,58 @@ def test_docs_options_lists_every_assistant_flag_with_its_default():
              if not documented(name, defaults[name])}
     assert not wrong, f"docs/options.md gives other defaults than the config: {wrong}"
     assert rows["assistant_features"] == "DATA/train.SRC-TGT.autoassist"
+
+
+def _docs_rows(first_flag):
+    """``{flag: default cell}`` of the docs/options.md table whose first row names
+    *first_flag*; a row of several flags (``--a``, ``--b`` | 1, 2) gives each its value."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "options.md").read_text()
+    table = text[text.index(f"| `{first_flag}` |"):].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        flags = re.findall(r"`(--[a-z-]+)`", cells[0])
+        values = cells[1].split(", ") if len(flags) > 1 else [cells[1]]
+        assert len(flags) == len(values), line
+        rows.update(zip(flags, values))
+    return rows
+
+
+def test_docs_options_lists_every_pair_check_option_with_its_default():
+    """docs/options.md's table of autoassist-features' pair-check options is its parser's
+    "pair checks" group: the same flags, each with the parser's default."""
+    from autoassist_fairseq.features.build import get_parser
+
+    group = next(g for g in get_parser()._action_groups if g.title == "pair checks")
+    defaults = {a.option_strings[0]: a.default for a in group._group_actions}
+    rows = _docs_rows("--pair-checks")
+    assert sorted(rows) == sorted(defaults), \
+        "docs/options.md and autoassist-features' pair-check options name different flags: " \
+        "document the new ones, remove the stale ones"
+    assert rows.pop("--pair-checks").startswith(f"`{defaults.pop('--pair-checks')}` ")
+    wrong = {flag: (rows[flag], default) for flag, default in defaults.items()
+             if float(rows[flag]) != float(default)}
+    assert not wrong, f"docs/options.md gives other defaults than autoassist-features: {wrong}"
+
+
+def test_docs_options_lists_the_rex_schedulers_flags_with_their_defaults():
+    """docs/options.md's table of --lr-scheduler rex is its config's fields: the numeric
+    defaults as the config's, the others as the values they stand for."""
+    import dataclasses
+
+    from autoassist_fairseq.optim.rex_schedule import RexLRScheduleConfig
+
+    fields = {"--" + f.name.replace("_", "-"): f.default
+              for f in dataclasses.fields(RexLRScheduleConfig) if not f.name.startswith("_")}
+    rows = _docs_rows("--max-update")
+    assert sorted(rows) == sorted(fields)
+    assert float(rows["--min-lr"]) == fields["--min-lr"]
+    assert float(rows["--warmup-updates"]) == fields["--warmup-updates"]
+    assert fields["--warmup-init-lr"] == -1 and rows["--warmup-init-lr"] == "`--min-lr`"
+    # fairseq's own --max-update (required by rex) and --lr
+    assert str(fields["--max-update"]) == "${optimization.max_update}"
+    assert rows["--max-update"] == "(required)"
+    assert str(fields["--lr"]) == "${optimization.lr}" and rows["--lr"] == "fairseq's"

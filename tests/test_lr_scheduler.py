@@ -96,9 +96,11 @@ def test_without_max_update_the_error_names_the_flag_and_the_fix():
     with pytest.raises(ValueError, match=r"--max-update is not set: pass --max-update N"):
         build(train_flags(max_update=0))
     with pytest.raises(ValueError, match=r"--max-update 10 leaves no updates after "
-                                         r"--warmup-updates 10"):
+                                         r"--warmup-updates 10: raise --max-update or lower "
+                                         r"the warmup"):
         build(train_flags(max_update=WARMUP))
-    with pytest.raises(ValueError, match=r"one peak learning rate"):
+    with pytest.raises(ValueError, match=r"one peak learning rate, got --lr \[0.1, 0.2\]: "
+                                         r"pass a single value"):
         build(train_flags() + ["--lr", "0.1,0.2"])
 
 

@@ -7,7 +7,6 @@ import json
 import random
 import shutil
 import sys
-import time
 
 import pytest
 
@@ -84,13 +83,11 @@ def prepare_args(raw, out, **names):
 @pytest.fixture(scope="module")
 def prepared(multi30k_slice, tmp_path_factory):
     out = tmp_path_factory.mktemp("multi30k-data")
-    start = time.perf_counter()
-    proc = run(prepare_args(multi30k_slice, out))
-    return out, proc, time.perf_counter() - start
+    return out, run(prepare_args(multi30k_slice, out))
 
 
 def test_prepare_corpus_binarizes_and_builds_features(prepared, multi30k_slice):
-    out, proc, _ = prepared
+    out, proc = prepared
     for step in ("text/train", "bpe-train", "bpe-encode", "piece-filter", "binarize", "features"):
         assert f"step {step}:" in proc.stdout
     assert (out / "spm" / "spm.model").exists()
@@ -124,15 +121,13 @@ def test_prepare_corpus_binarizes_and_builds_features(prepared, multi30k_slice):
 
 
 def test_prepare_corpus_rerun_reuses_finished_steps(prepared, multi30k_slice):
-    out, _, first_seconds = prepared
+    out, _ = prepared
     watched = [out / "train.en-de.en.bin", out / "spm" / "spm.model", out / "train.en-de.autoassist.json"]
     mtimes = [p.stat().st_mtime_ns for p in watched]
-    start = time.perf_counter()
     proc = run(prepare_args(multi30k_slice, out))
-    seconds = time.perf_counter() - start
+    # every step reused (not timed: a rerun's speed depends on the machine's load)
     assert proc.stdout.count("reusing") == 8, proc.stdout  # 3 text steps + 5 later steps
     assert [p.stat().st_mtime_ns for p in watched] == mtimes
-    assert seconds < first_seconds / 3
 
     # a changed valid set redoes what depends on it, and only that
     with open(multi30k_slice / "val.de", "a", encoding="utf-8") as f:

@@ -264,15 +264,17 @@ def test_errors_name_the_line_and_the_fix(tmp_path, capsys):
     assert "line 2: 2 tabs" in err and "exactly one tab" in err
     empty = tmp_path / "empty.tsv"
     empty.write_text("")
-    assert "no pairs (empty input)" in _error(capsys, [str(empty), "--src", "en", "--tgt", "de"])
-    assert "no such file" in _error(capsys, [str(tmp_path / "missing.tsv"), "--src", "en",
-                                             "--tgt", "de"])
-    assert "sentencepiece model not found" in _error(
+    assert f"{empty}: no pairs (empty input); give tab-separated pairs, SOURCE<tab>TARGET a " \
+        "line" in _error(capsys, [str(empty), "--src", "en", "--tgt", "de"])
+    assert f"no such file: {tmp_path / 'missing.tsv'}" in _error(
+        capsys, [str(tmp_path / "missing.tsv"), "--src", "en", "--tgt", "de"])
+    assert f"sentencepiece model not found: {tmp_path / 'x'}" in _error(
         capsys, [str(bad), "--src", "en", "--tgt", "de", "--spm-model", str(tmp_path / "x")])
-    assert "no such folder" in _error(capsys, [str(bad), "--src", "en", "--tgt", "de", "--out",
-                                               str(tmp_path / "no" / "out.tsv")])
-    assert "lexical" in _error(capsys, [str(bad), "--src", "en", "--tgt", "de", "--pair-checks",
-                                        "language,lexical"])
+    assert f"no such folder for {tmp_path / 'no' / 'out.tsv'}: {tmp_path / 'no'}" in _error(
+        capsys, [str(bad), "--src", "en", "--tgt", "de", "--out", str(tmp_path / "no" / "out.tsv")])
+    assert "the lexical check is fitted and scored in one call on a prepared corpus " \
+        "(autoassist-features); leave it out of --pair-checks" in _error(
+            capsys, [str(bad), "--src", "en", "--tgt", "de", "--pair-checks", "language,lexical"])
 
 
 def test_stdin_to_stdout(corpus):

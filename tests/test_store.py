@@ -64,11 +64,15 @@ def test_mismatch_and_truncation_are_detected(tiny_data, tmp_path):
 def test_cli_errors_name_the_fix(tiny_data):
     proc = run(["autoassist-features", tiny_data, "-s", "src", "-t", "xx"], check=False)
     assert proc.returncode != 0
-    assert "dict.xx.txt" in proc.stdout + proc.stderr
+    assert f"dictionary not found: {tiny_data}/dict.xx.txt; check --source-lang/--target-lang " \
+        "against the files fairseq-preprocess wrote" in proc.stdout + proc.stderr
     proc = run(["autoassist-features", tiny_data, "-s", "src", "-t", "tgt", "--split", "test"],
                check=False)
     assert proc.returncode != 0
-    assert "Dataset not found: test.src-tgt.src" in proc.stdout + proc.stderr
+    assert f"Dataset not found: test.src-tgt.src in {tiny_data} (files for split 'test': " \
+        "none). Check --source-lang/--target-lang/--split, or binarise the data first with " \
+        f"fairseq-preprocess --source-lang src --target-lang tgt --destdir {tiny_data}" \
+        in proc.stdout + proc.stderr
 
 
 def test_header_records_fingerprint(tiny_data):

@@ -13,6 +13,8 @@ import pytest
 from autoassist_fairseq.transport.local_source import LocalSource
 from autoassist_fairseq.transport.process import AssistantProcess
 
+HANG_GUARD = 60  # seconds a test waits for what takes milliseconds (not the behaviour asserted)
+
 
 class RecordingAssistant:
     """Stands in for the Assistant: remembers the ids it learned from, in order."""
@@ -81,18 +83,19 @@ def test_a_full_queue_drops_the_oldest_loss_and_never_a_request(hold_losses):
 
     def stall():
         entered.set()
-        release.wait(10)
+        release.wait(HANG_GUARD)
 
     hold_losses.append(stall)
     proc = AssistantProcess(RecordingAssistant, IdleGenerator, loss_queue_size=3)
     try:
         proc.send_losses(np.array([0]), np.array([1.0]))
-        assert entered.wait(10)
+        assert entered.wait(HANG_GUARD)
         hold_losses.clear()
-        start = time.monotonic()
-        for i in range(1, 10):
-            proc.send_losses(np.array([i]), np.array([1.0]))
-        assert time.monotonic() - start < 0.5  # never blocks
+        sender = threading.Thread(target=lambda: [
+            proc.send_losses(np.array([i]), np.array([1.0])) for i in range(1, 10)])
+        sender.start()
+        sender.join(HANG_GUARD)  # the write stays stuck meanwhile: a blocking send never ends
+        assert not sender.is_alive(), "send_losses blocked behind the stuck write"
         assert proc.dropped_losses == 6
         release.set()
         state = proc.request_state()
@@ -115,13 +118,13 @@ def test_the_held_losses_of_a_loaded_state_are_never_dropped(hold_losses):
 
     def stall():
         entered.set()
-        release.wait(10)
+        release.wait(HANG_GUARD)
 
     hold_losses.append(stall)
     proc = AssistantProcess(LoadingAssistant, IdleGenerator, loss_queue_size=3)
     try:
         proc.send_losses(np.array([0]), np.array([1.0]))  # stuck in the write
-        assert entered.wait(10)
+        assert entered.wait(HANG_GUARD)
         hold_losses.clear()
         held = [(seq, np.array([seq]), np.array([1.0])) for seq in range(1, 10)]
         proc.load({"learned": [], "held_losses": held})

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -70,16 +71,22 @@ def test_an_interrupted_test_leaves_nothing_running(tmp_path):
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
+    def interrupt_once_started():  # once the command and its child run (60 s: a hang guard)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+                pid_file.exists() and len(pid_file.read_text().split()) == 2):
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGALRM)  # handled in the main thread, inside warm.run
+
     previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.alarm(3)
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            warm.run([sys.executable, script], timeout=60)
+            warm.run([sys.executable, script], timeout=120)
     finally:
-        signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     pids = [int(p) for p in pid_file.read_text().split()]
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a hang guard
     while any(running(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(running(p) for p in pids)
@@ -184,7 +191,7 @@ def test_shell_scripts_start_the_shimmed_commands_forked(tmp_path):
         assert command != shim.pid and running(command)
         shim.send_signal(signum)
         assert shim.wait(timeout=10) == code
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60  # a hang guard
         while running(command) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not running(command)
@@ -204,7 +211,7 @@ def test_the_shim_server_ends_with_the_process_that_started_it(tmp_path):
     proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     pid, folder = proc.stdout.split()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a hang guard
     while running(int(pid)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not running(int(pid)) and not os.path.exists(folder)  # its shims removed too
