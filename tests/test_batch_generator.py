@@ -177,8 +177,10 @@ def test_consecutive_batches_mix_lengths_as_fairseq_does(sizes):
     assert step > 0.5 * np.abs(means[:, None] - means[None, :]).mean()
 
 
-def test_bad_arguments():
-    with pytest.raises(ValueError, match="--max-tokens or --batch-size"):
+def test_a_generator_without_a_batch_bound_is_a_programming_error():
+    """fairseq-train stops without --max-tokens or --batch-size before the task is set up;
+    below it, a generator built without either is a caller's mistake."""
+    with pytest.raises(AssertionError, match="a batch needs a bound"):
         BatchGenerator(np.arange(3), np.ones(3), np.ones(3))
 
 
