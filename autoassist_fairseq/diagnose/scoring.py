@@ -170,7 +170,7 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
     saved = (state.get("extra_state") or {}).get("train_iterator", {}).get("autoassist")
     if saved is not None:  # before any of it is read: an older layout has other keys
         try:
-            schema.load(tensors_to_arrays(saved))
+            saved = schema.load(tensors_to_arrays(saved))
         except schema.CheckpointSchemaError as err:
             raise DiagnosisError(
                 f"--checkpoint {checkpoint}: {err.reason}; "
@@ -215,7 +215,7 @@ def diagnose(data, checkpoint, max_tokens=8000, reference_share=REFERENCE_SHARE,
         # the task opened (and checked) the features with the train split, and decided on
         # the pair checks as in training
         assistant = Assistant(task.features, task.hparams, task.suspect)
-        assistant.load_state_dict(tensors_to_arrays(saved["ranks"][0]["assistant"]))
+        assistant.load_state_dict(saved["ranks"][0]["assistant"])  # arrays already
         # the random rule's rate is that of the saved generator's data pass
         assistant.begin_pass(data_pass(saved, state["extra_state"]["train_iterator"]))
         g, accept, shares = skip_figures(assistant, losses, ntok, floor, ids)
