@@ -12,8 +12,9 @@ permutation test of this pair alone; under it a random pairing's p-value stays u
     python -m research.unrelated_by_length CORPUS.tsv --src en --tgt ja [--partners 50] [--out F]
 
 CORPUS.tsv: SOURCE<tab>TARGET a line, fitted and scored whole as ``autoassist-score-pairs``
-does (pieces of a joint BPE of ``--bpe-size`` trained on it). Prints one line per length band; ``--out``: per pair, a line of its p-value, its per-pair null's
-and its shorter side's distinct subwords (tab-separated).
+does (pieces of a joint BPE of ``--bpe-size`` trained on it). Prints one line per length
+band; ``--out``: per pair, a line of its p-value, its per-pair null's and its shorter side's
+distinct subwords (tab-separated).
 """
 
 import argparse

@@ -182,24 +182,30 @@ def _isin(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
     return pool[np.minimum(np.searchsorted(pool, values), len(pool) - 1)] == values
 
 
-def rejoin_clitics(sentence: np.ndarray, ids: np.ndarray,
-                   vocabulary: dict) -> Tuple[np.ndarray, np.ndarray]:
-    """*side_words*' ``(sentence, word id)`` with each clitic that a tokenizer split off
-    (:data:`_CLITIC`: ``'t``, ``'s``, ``'re``, ``n't``, as Moses', Stanford's and the Penn
-    Treebank's tokenizers split ``don't``) joined again to the word before it in its
-    sentence, when that word ends in a letter and is no clitic itself: the word as it was
-    written. A language identifier learned from untokenised text reads a detached ``'t`` as
-    the n-grams of a word of its own, which no language writes, and a short tokenised side
-    then scores another language above its own (``don 't watch tv .``: Nigerian Pidgin by 13
-    nats; ``don't watch tv .``: English). In untokenised text such a word stands alone
-    rarely (Dutch ``'t``, Afrikaans ``'n``), and joining it moves a few n-grams.
+def rejoin_clitics(sides: List[Tuple[np.ndarray, np.ndarray]],
+                   vocabulary: dict) -> List[Tuple[np.ndarray, np.ndarray]]:
+    """Each side's :func:`side_words` ``(sentence, word id)`` with each clitic that a
+    tokenizer split off (:data:`_CLITIC`: ``'t``, ``'s``, ``'re``, ``n't``, as Moses',
+    Stanford's and the Penn Treebank's tokenizers split ``don't``) joined again to the word
+    before it in its sentence, when that word ends in a letter and is no clitic itself: the
+    word as it was written. A language identifier learned from untokenised text reads a
+    detached ``'t`` as the n-grams of a word of its own, which no language writes, and a
+    short tokenised side then scores another language above its own (``don 't watch tv .``:
+    Nigerian Pidgin by 13 nats; ``don't watch tv .``: English). In untokenised text such a
+    word stands alone rarely (Dutch ``'t``, Afrikaans ``'n``), and joining it moves a few
+    n-grams.
 
-    Numpy per word of the corpus; each distinct (word, clitic) pair is spelled once."""
-    if len(ids) < 2:
-        return sentence, ids
+    Numpy per word of the corpus; each distinct word is read once, and each distinct (word,
+    clitic) pair spelled once."""
     words = list(vocabulary)
     clitic = np.fromiter((bool(_CLITIC.match(w)) for w in words), dtype=bool, count=len(words))
     host = np.fromiter((w[-1:].isalpha() for w in words), dtype=bool, count=len(words)) & ~clitic
+    return [_rejoin(sentence, ids, words, clitic, host, vocabulary) for sentence, ids in sides]
+
+
+def _rejoin(sentence, ids, words, clitic, host, vocabulary):
+    if len(ids) < 2:
+        return sentence, ids
     join = np.zeros(len(ids), dtype=bool)
     join[1:] = clitic[ids[1:]] & host[ids[:-1]] & (sentence[1:] == sentence[:-1])
     if not join.any():
@@ -227,7 +233,7 @@ def unshared_bags(src: Side, tgt: Side):
     the set operations of all pairs are one sort and one binary search."""
     vocabulary: dict = {}
     sides = [side_words(side, vocabulary) for side in (src, tgt)]
-    sides = [rejoin_clitics(sentence, ids, vocabulary) for sentence, ids in sides]
+    sides = rejoin_clitics(sides, vocabulary)
     words = list(vocabulary)
     keys: dict = {}
     key_of = word_ids([w.lower() if w.isalnum() else _EDGE_PUNCT.sub("", w).lower()
