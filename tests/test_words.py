@@ -85,6 +85,29 @@ def test_unshared_bags_leave_out_shared_words_and_digits():
         "Hostel"
 
 
+def test_clitics_split_by_a_tokenizer_are_joined_to_their_word():
+    """A clitic that a tokenizer split off ('t, 're, n't) is one word with the word before it
+    that ends in a letter, in the sentence and as the other side's words are compared; a
+    quote, a clitic after punctuation or at a sentence's start, and the words of the other
+    sentences stay as they are."""
+    src = ["i don 't know", "we 're here , 's", "'s x", "they do n't ' t", "don't"]
+    tgt = ["x"] * 5
+    assert [unshared_words(s, t) for s, t in zip(src, tgt)] == [
+        "i don't know", "we're here , 's", "'s", "they don't ' t", "don't"]
+    # the joined word is what the other side's words are compared with
+    assert unshared_words("don 't go", "don't") == "go"
+    assert unshared_words("don 't go", "don") == "don't go"
+
+
+def test_a_tokenised_side_is_read_as_written():
+    """The langid check reads a tokenised English side as its untokenised text: a detached
+    't alone makes a short side Nigerian Pidgin by 13 nats."""
+    tgt = ["テレビ を 見 て は いけ ま せ ん 。"] * 2
+    tokenised, written = langid_scores(["don 't watch tv .", "don't watch tv ."], tgt, "en", "ja")
+    assert tokenised == pytest.approx(written, abs=1e-4)
+    assert written < 0
+
+
 def test_langid_scores_of_pieces_are_those_of_their_texts():
     src = [["\u2581The", "\u2581child", "ren", "\u2581play", "\u2581in", "\u2581the",
             "\u2581garden", "."],

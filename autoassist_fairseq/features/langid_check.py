@@ -11,9 +11,10 @@ the identifier scores some language other than the side's own above the side's o
 by more than the bar (:data:`LANGID_BAR`, nats of naive Bayes log-likelihood). The side is
 read as a bag of those words: the identifier's byte n-gram counts of each word, walked on its
 own between two spaces, summed (each distinct word of either side is walked once per batch
-of :data:`_PAIRS` pairs). Words found on both sides (names, brands, codes, copied phrases)
-and words with digits are left out first,
-as the other checks leave out shared subwords: a product line "Hostel Condado de Miranda" /
+of :data:`_PAIRS` pairs; a clitic that a tokenizer split off, ``don 't``, is one word with
+the word before it, as written: :func:`.words.rejoin_clitics`). Words found on both sides
+(names, brands, codes, copied phrases) and words with digits are left out first, as the
+other checks leave out shared subwords: a product line "Hostel Condado de Miranda" /
 "Gästehaus Condado de Miranda" is judged on "Hostel" and "Gästehaus" alone. ``zxx`` (no
 linguistic content) is no language and is not a candidate. A side's language that the
 identifier does not know (or a code that names none) skips the check for that side, with a
