@@ -8,6 +8,7 @@ inputs: what the user sees")."""
 import errno
 import re
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from autoassist_fairseq import diagnose
 from autoassist_fairseq.features import build
 from autoassist_fairseq.features.store import FeatureStore
 from task_helpers import fairseq_task
-from utils import run, train_args
+from utils import BIN, run, train_args
 
 PREFIX = "train.src-tgt.autoassist"
 
@@ -458,12 +459,18 @@ def test_a_trace_folder_given_as_a_file_stops_before_training(tiny_data, tmp_pat
     flag, the path and the fix, before any training or save, and the file is left as it was."""
     trace = tmp_path / "trace"
     trace.write_text("not a folder\n")
-    proc = run(train_args(tiny_data, tmp_path / "ckpt", extra=[
-        "--max-update", "3", "--assistant-sync", "--assistant-trace-dir", trace]), check=False)
+    # the real console script, not the warm server: the error as an interpreter prints it
+    fairseq_train, *args = train_args(tiny_data, tmp_path / "ckpt", extra=[
+        "--max-update", "3", "--assistant-sync", "--assistant-trace-dir", trace])
+    proc = subprocess.run([str(BIN / fairseq_train), *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
     output = proc.stdout + proc.stderr
-    assert proc.returncode != 0, output[-3000:]
-    assert f"--assistant-trace-dir {trace} is a file: give a folder (the trace is written to " \
-           "DIR/trained.rank<R>.tsv)" in output, output[-3000:]
+    assert proc.returncode == 1, output[-3000:]
+    # one line, no traceback: the plugin's error for the user (autoassist_fairseq/errors.py)
+    assert proc.stderr.rstrip().splitlines()[-1] == (
+        f"fairseq-train: error: --assistant-trace-dir {trace} is a file: give a folder (the "
+        "trace is written to DIR/trained.rank<R>.tsv)"), output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
     assert "| train_inner |" not in output and not (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
     assert trace.read_text() == "not a folder\n"
 
@@ -649,3 +656,47 @@ def test_the_resume_check_names_only_checkpoints_that_fairseq_saved(tmp_path, ca
            "which is damaged (" in caplog.text, caplog.text
     assert "--restore-file" not in caplog.text  # no newer whole one to go on from
     assert last.exists()
+
+
+# -- the replay of the probes (research/fault_replay.py): what it found ------------------------
+
+def test_only_the_plugins_own_errors_lose_their_traceback(tmp_path):
+    """Under fairseq-train the plugin's errors for the user print as one line; a bug (another
+    exception type, or one raised inside a library) keeps its traceback."""
+    from autoassist_fairseq import errors
+    from autoassist_fairseq.features.store_files import load_array
+    from autoassist_fairseq.transport.process import AssistantDied
+
+    def raised(fn):
+        try:
+            fn()
+        except BaseException as err:  # noqa: B902
+            return err
+        raise AssertionError("nothing raised")
+
+    from autoassist_fairseq.transport.client import AssistantClient
+
+    (tmp_path / "cut.npy").write_bytes(b"")
+    (tmp_path / "text.npy").write_bytes(b"not an array")
+    client = AssistantClient.__new__(AssistantClient)
+    client.failure = None
+    died = raised(lambda: client.stop_on_failure([None, "killed"]))
+    assert isinstance(died, AssistantDied) and errors.raised_by_plugin(died)
+    assert errors.raised_by_plugin(raised(lambda: load_array(str(tmp_path / "cut.npy"), "")))
+    assert not errors.raised_by_plugin(raised(lambda: {}["key"]))  # a bug: KeyError
+    numpys = raised(lambda: np.load(tmp_path / "text.npy"))  # raised inside numpy
+    assert isinstance(numpys, ValueError) and not errors.raised_by_plugin(numpys)
+
+
+def test_fairseq_train_without_a_batch_bound_names_the_flags_in_one_line(tiny_data, tmp_path):
+    """fairseq-train without --max-tokens or --batch-size: fairseq's own assert, after the
+    plugin is imported, prints as one error line naming both flags, not its traceback."""
+    args = train_args(tiny_data, tmp_path / "ckpt")
+    at = args.index("--max-tokens")
+    proc = run(args[:at] + args[at + 2:], check=False)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.stderr.rstrip().splitlines()[-1] == (
+        "fairseq-train: error: give --max-tokens N (the tokens a batch may hold, e.g. "
+        "--max-tokens 4096) or --batch-size N (the sentences a batch may hold): fairseq-train "
+        "needs a bound on each batch"), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stdout + proc.stderr

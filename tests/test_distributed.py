@@ -128,22 +128,23 @@ def test_one_dead_assistant_stops_or_falls_back_on_every_rank(train_data, tmp_pa
     if fallback == "error":
         assert proc.returncode != 0
         assert "killed by SIGKILL" in out and "--assistant-fallback uniform" in out
-        # every rank stops naming worker 1 and the cause (the ranks exchange their causes
-        # at the update that stops them), none by a failed collective; rank 0's message is
-        # there unless the launcher stopped it first (after the other's end)
+        # every rank stops with one line (no traceback) naming worker 1 and the cause (the
+        # ranks exchange their causes at the update that stops them), none by a failed
+        # collective; rank 0's line is there unless the launcher stopped it first
         expected = ("the Assistant of worker 1 failed, so every worker stops at this update: "
                     "the Assistant process died: it was killed by SIGKILL (the OOM killer?) "
                     "without a traceback")
         last, found = out.rstrip().splitlines()[-1], 0
         for rank in (0, 1):
             died = [line for line in out.splitlines() if line.startswith(
-                f"[rank {rank}] [rank{rank}]: autoassist_fairseq.transport.process.AssistantDied: ")]
+                f"[rank {rank}] [rank{rank}]: fairseq-train: error: ")]
             assert all(line.endswith(expected) for line in died), (rank, died, out[-3000:])
             assert died or f"rank {rank} was stopped by the launcher" in last, (rank, out[-3000:])
             found += len(died)
         assert found, out[-3000:]
         ranks = [line for line in out.splitlines() if line.startswith("[rank")]
         assert not [line for line in ranks if "by peer" in line], out[-3000:]
+        assert "Traceback" not in out, out[-3000:]
         # each rank writes an update's trace before the step's all-reduce, after which both
         # stop: the last update traced is the one every rank stopped at
         last = [read_trace(tmp_path / "trace", rank)[-1][1] for rank in (0, 1)]
