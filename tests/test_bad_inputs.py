@@ -700,3 +700,38 @@ def test_fairseq_train_without_a_batch_bound_names_the_flags_in_one_line(tiny_da
         "--max-tokens 4096) or --batch-size N (the sentences a batch may hold): fairseq-train "
         "needs a bound on each batch"), proc.stderr[-3000:]
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("case", ["data dir missing", "data dir is a file", "restore file missing",
+                                  "max tokens below the longest pair"])
+def test_a_new_users_mistakes_with_fairseq_train_stop_in_one_line(tiny_data, tmp_path, case):
+    """What the replay of the probes found: a missing data folder (fairseq: a bare errno from
+    os.listdir), a --restore-file that is not there (fairseq: a fresh start, without a word)
+    and a --max-tokens below the longest pair (fairseq: an assert in its batching) each stop
+    before training with one line naming the path or flag and the fix."""
+    data, extra = tiny_data, ["--max-update", "3", "--assistant-sync"]
+    if case == "data dir missing":
+        data = tmp_path / "nowhere"
+        expected = f"the data directory {data} (fairseq-train's first argument) does not exist: " \
+                   "give the folder that fairseq-preprocess or scripts/prepare-corpus.sh wrote"
+    elif case == "data dir is a file":
+        data = tmp_path / "file"
+        data.write_text("x\n")
+        expected = f"the data directory {data} (fairseq-train's first argument) is a file, not " \
+                   "a folder: give the folder"
+    elif case == "restore file missing":
+        extra += ["--restore-file", tmp_path / "typo.pt"]
+        expected = f"--restore-file {tmp_path / 'typo.pt'} does not exist: fairseq-train would " \
+                   "start the run afresh, without a word; give the path of a checkpoint file"
+    else:
+        extra += ["--max-tokens", "8"]  # after train_args' own: the last one counts
+        expected = "--max-tokens 8 is below the longest pair of the valid split ("
+    proc = run(train_args(data, tmp_path / "ckpt", extra=extra), check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output[-3000:]
+    last = proc.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("fairseq-train: error: " + expected), output[-3000:]
+    assert "Traceback" not in output and "| train_inner |" not in output, output[-3000:]
+    assert not (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
+    if case == "max tokens below the longest pair":
+        assert "Give --max-tokens" in last and "--skip-invalid-size-inputs-valid-test" in last
