@@ -688,6 +688,48 @@ def test_only_the_plugins_own_errors_lose_their_traceback(tmp_path):
     assert isinstance(numpys, ValueError) and not errors.raised_by_plugin(numpys)
 
 
+def test_a_full_disk_in_autoassist_filter_names_its_out_not_the_features_flags(data, tmp_path,
+                                                                              monkeypatch,
+                                                                              capsys):
+    """numpy's short write on a full disk ("N requested and M written", no errno) while
+    autoassist-filter builds OUT's features: the error says the disk is full and gives
+    autoassist-filter's fix (--out), not autoassist-features' --prefix or the temporary
+    folder the corpus was built in."""
+    from autoassist_fairseq.tools.filter import cli_main as filter_main
+
+    real = np.save
+
+    def save(file, array, *args, **kwargs):
+        if str(getattr(file, "name", file)).endswith(".indices.npy.tmp"):
+            raise OSError("12624 requested and 992 written")
+        return real(file, array, *args, **kwargs)
+
+    monkeypatch.setattr(np, "save", save)
+    out = tmp_path / "filtered"
+    assert filter_main([str(data), "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"autoassist-filter: error: writing {out} failed: "
+                          f"{PREFIX}.indices.npy: No space left on device; "), err
+    assert f"free space on the disk of {tmp_path}" in err and "--out on another disk" in err
+    assert "--prefix" not in err and ".building" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data-bin"]
+
+
+def test_features_name_a_short_write_as_a_full_disk(data, tmp_path, monkeypatch, caplog):
+    real = np.save
+
+    def save(file, array, *args, **kwargs):
+        if str(getattr(file, "name", file)).endswith(".indices.npy.tmp"):
+            raise OSError("12624 requested and 992 written")
+        return real(file, array, *args, **kwargs)
+
+    monkeypatch.setattr(np, "save", save)
+    assert build.cli_main([str(data), "-s", "src", "-t", "tgt", "--prefix",
+                           str(tmp_path / "f")]) == 1
+    assert f"cannot write the feature file {tmp_path}/f.indices.npy: No space left on device " \
+           "(a short write: 12624 requested and 992 written); the disk of" in caplog.text
+
+
 def test_fairseq_train_without_a_batch_bound_names_the_flags_in_one_line(tiny_data, tmp_path):
     """fairseq-train without --max-tokens or --batch-size: fairseq's own assert, after the
     plugin is imported, prints as one error line naming both flags, not its traceback."""
