@@ -777,3 +777,22 @@ def test_a_new_users_mistakes_with_fairseq_train_stop_in_one_line(tiny_data, tmp
     assert not (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
     if case == "max tokens below the longest pair":
         assert "Give --max-tokens" in last and "--skip-invalid-size-inputs-valid-test" in last
+
+
+def test_an_empty_or_missing_data_folder_names_the_fix(tmp_path, capsys, caplog):
+    """autoassist-features on an empty folder (it said "dictionary not found ... check
+    --source-lang", as for another language pair), autoassist-filter on a missing one (a
+    bare errno)."""
+    from autoassist_fairseq.tools.filter import cli_main as filter_main
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert build.cli_main([str(empty), "-s", "src", "-t", "tgt"]) == 1
+    assert f"{empty} holds no fairseq-preprocess output (no dict.*.txt): give the --destdir " \
+           "of fairseq-preprocess" in caplog.text
+    assert list(empty.iterdir()) == []
+    assert filter_main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert f"autoassist-filter: error: DATA {tmp_path / 'nowhere'} does not exist: give the " \
+           "data directory that scripts/prepare-corpus.sh" in err, err
+    assert not (tmp_path / "out").exists()
