@@ -427,9 +427,20 @@ def main(argv=None) -> int:
         return 0
     args.work.mkdir(parents=True, exist_ok=True)
     rows = replay(args.work.resolve(), args.only, args.timeout)
-    write_tables(rows, args.work)
     bad = [r for r in rows if r["verdict"] not in ("OK", "SKIPPED")]
+    write_tables(merge_rows(args.work / "replay.json", rows) if args.only else rows, args.work)
     return 1 if bad else 0
+
+
+def merge_rows(table: Path, rows: List[dict]) -> List[dict]:
+    """The rows of an earlier replay's *table* with *rows* (a replay of some cases, --only)
+    in place of theirs, in the earlier order; new cases at the end."""
+    if not table.exists():
+        return rows
+    fresh = {r["case"]: r for r in rows}
+    earlier = json.loads(table.read_text())["cases"]
+    merged = [fresh.pop(r["case"], r) for r in earlier]
+    return merged + list(fresh.values())
 
 
 if __name__ == "__main__":

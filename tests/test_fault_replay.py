@@ -43,3 +43,15 @@ def test_the_runner_finds_hangs_and_orphans():
                          timeout=20, grace=1)
     assert orphan.returncode == 0 and len(orphan.orphans) == 1, orphan
     assert classify(orphan, Expect(error=False))[0] == "ORPHAN"
+
+
+def test_a_replay_of_some_cases_updates_their_rows_only(tmp_path):
+    import json
+
+    from research.fault_replay import merge_rows
+
+    table = tmp_path / "replay.json"
+    table.write_text(json.dumps({"cases": [{"case": "a", "verdict": "CRASH"},
+                                           {"case": "b", "verdict": "OK"}]}))
+    merged = merge_rows(table, [{"case": "a", "verdict": "OK"}, {"case": "c", "verdict": "OK"}])
+    assert [(r["case"], r["verdict"]) for r in merged] == [("a", "OK"), ("b", "OK"), ("c", "OK")]
