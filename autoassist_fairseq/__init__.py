@@ -4,8 +4,9 @@ The data flow follows the folders: ``features`` -> ``assistant`` -> ``data`` (ba
 ``tasks`` (the Boss's training step) -> ``losses`` -> back to ``assistant``.
 
 Registering with fairseq (:func:`register`) adds the ``autoassist_translation`` task and the
-``rex`` learning-rate schedule (``optim``) to fairseq's registries, and ``compat`` lets fairseq
-load its checkpoints on torch >= 2.6. Importing the package registers it when fairseq is
+``rex`` learning-rate schedule (``optim``) to fairseq's registries, ``compat`` lets fairseq
+load its checkpoints on torch >= 2.6, and ``errors`` prints the plugin's errors for the user
+under ``fairseq-train`` as one line, not a traceback. Importing the package registers it when fairseq is
 imported already, as it always is under ``--user-dir autoassist_fairseq`` (fairseq's
 ``utils.import_user_module`` imports the package after fairseq) and in any script that
 imports fairseq first. Otherwise importing the package imports neither torch nor fairseq,
@@ -25,8 +26,11 @@ def register() -> None:
     """Register with fairseq: the ``autoassist_translation`` task, the ``rex`` schedule and
     ``compat``'s fixes (imports torch and fairseq; once: a second call does nothing)."""
     from . import compat  # noqa: F401
+    from . import errors
     from . import optim  # noqa: F401
     from . import tasks  # noqa: F401
+
+    errors.install()
 
 
 if "fairseq" in sys.modules:

@@ -123,6 +123,25 @@ def resume_checkpoint(save_dir: str, restore_file: str) -> str:
     return restore_file
 
 
+def check_restore_file_exists(save_dir: str, restore_file: str) -> None:
+    """Raise ValueError where ``--restore-file`` names a checkpoint that is not there:
+    fairseq-train would start the run afresh without a word (it does so, rightly, only for
+    the default, the save dir's ``checkpoint_last.pt`` of a first launch, also when spelt
+    out). A model-parallel run's shards (``NAME-shardK.pt``, ``NAME-model_partK.pt``) count."""
+    if restore_file == "checkpoint_last.pt" or os.path.abspath(restore_file) == \
+            os.path.abspath(os.path.join(save_dir, "checkpoint_last.pt")):
+        return
+    stem = restore_file[:-3] if restore_file.endswith(".pt") else restore_file
+    if os.path.exists(restore_file) or glob.glob(glob.escape(stem) + "-*.pt"):
+        return
+    raise ValueError(
+        f"--restore-file {restore_file} does not exist: fairseq-train would start the run "
+        "afresh, without a word; give the path of a checkpoint file (e.g. "
+        f"{os.path.join(save_dir, 'checkpoint_best.pt')}), or leave --restore-file out to "
+        f"resume from {os.path.join(save_dir, 'checkpoint_last.pt')} (or start afresh where "
+        "there is none)")
+
+
 def check_resume_checkpoint(cfg) -> None:
     """Raise ValueError, naming the file and the fix (the newest whole checkpoint beside it),
     where the checkpoint fairseq-train would resume from (``--save-dir``/``--restore-file``)
@@ -133,6 +152,7 @@ def check_resume_checkpoint(cfg) -> None:
         return
     path = resume_checkpoint(save_dir, restore_file)
     if not os.path.isfile(path):
+        check_restore_file_exists(save_dir, restore_file)
         return
 
     def fix():

@@ -8,6 +8,7 @@ inputs: what the user sees")."""
 import errno
 import re
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from autoassist_fairseq import diagnose
 from autoassist_fairseq.features import build
 from autoassist_fairseq.features.store import FeatureStore
 from task_helpers import fairseq_task
-from utils import run, train_args
+from utils import BIN, run, train_args
 
 PREFIX = "train.src-tgt.autoassist"
 
@@ -458,12 +459,18 @@ def test_a_trace_folder_given_as_a_file_stops_before_training(tiny_data, tmp_pat
     flag, the path and the fix, before any training or save, and the file is left as it was."""
     trace = tmp_path / "trace"
     trace.write_text("not a folder\n")
-    proc = run(train_args(tiny_data, tmp_path / "ckpt", extra=[
-        "--max-update", "3", "--assistant-sync", "--assistant-trace-dir", trace]), check=False)
+    # the real console script, not the warm server: the error as an interpreter prints it
+    fairseq_train, *args = train_args(tiny_data, tmp_path / "ckpt", extra=[
+        "--max-update", "3", "--assistant-sync", "--assistant-trace-dir", trace])
+    proc = subprocess.run([str(BIN / fairseq_train), *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
     output = proc.stdout + proc.stderr
-    assert proc.returncode != 0, output[-3000:]
-    assert f"--assistant-trace-dir {trace} is a file: give a folder (the trace is written to " \
-           "DIR/trained.rank<R>.tsv)" in output, output[-3000:]
+    assert proc.returncode == 1, output[-3000:]
+    # one line, no traceback: the plugin's error for the user (autoassist_fairseq/errors.py)
+    assert proc.stderr.rstrip().splitlines()[-1] == (
+        f"fairseq-train: error: --assistant-trace-dir {trace} is a file: give a folder (the "
+        "trace is written to DIR/trained.rank<R>.tsv)"), output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
     assert "| train_inner |" not in output and not (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
     assert trace.read_text() == "not a folder\n"
 
@@ -649,3 +656,143 @@ def test_the_resume_check_names_only_checkpoints_that_fairseq_saved(tmp_path, ca
            "which is damaged (" in caplog.text, caplog.text
     assert "--restore-file" not in caplog.text  # no newer whole one to go on from
     assert last.exists()
+
+
+# -- the replay of the probes (research/fault_replay.py): what it found ------------------------
+
+def test_only_the_plugins_own_errors_lose_their_traceback(tmp_path):
+    """Under fairseq-train the plugin's errors for the user print as one line; a bug (another
+    exception type, or one raised inside a library) keeps its traceback."""
+    from autoassist_fairseq import errors
+    from autoassist_fairseq.features.store_files import load_array
+    from autoassist_fairseq.transport.process import AssistantDied
+
+    def raised(fn):
+        try:
+            fn()
+        except BaseException as err:  # noqa: B902
+            return err
+        raise AssertionError("nothing raised")
+
+    from autoassist_fairseq.transport.client import AssistantClient
+
+    (tmp_path / "cut.npy").write_bytes(b"")
+    (tmp_path / "text.npy").write_bytes(b"not an array")
+    client = AssistantClient.__new__(AssistantClient)
+    client.failure = None
+    died = raised(lambda: client.stop_on_failure([None, "killed"]))
+    assert isinstance(died, AssistantDied) and errors.raised_by_plugin(died)
+    assert errors.raised_by_plugin(raised(lambda: load_array(str(tmp_path / "cut.npy"), "")))
+    assert not errors.raised_by_plugin(raised(lambda: {}["key"]))  # a bug: KeyError
+    numpys = raised(lambda: np.load(tmp_path / "text.npy"))  # raised inside numpy
+    assert isinstance(numpys, ValueError) and not errors.raised_by_plugin(numpys)
+
+
+def test_a_full_disk_in_autoassist_filter_names_its_out_not_the_features_flags(data, tmp_path,
+                                                                              monkeypatch,
+                                                                              capsys):
+    """numpy's short write on a full disk ("N requested and M written", no errno) while
+    autoassist-filter builds OUT's features: the error says the disk is full and gives
+    autoassist-filter's fix (--out), not autoassist-features' --prefix or the temporary
+    folder the corpus was built in."""
+    from autoassist_fairseq.tools.filter import cli_main as filter_main
+
+    real = np.save
+
+    def save(file, array, *args, **kwargs):
+        if str(getattr(file, "name", file)).endswith(".indices.npy.tmp"):
+            raise OSError("12624 requested and 992 written")
+        return real(file, array, *args, **kwargs)
+
+    monkeypatch.setattr(np, "save", save)
+    out = tmp_path / "filtered"
+    assert filter_main([str(data), "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"autoassist-filter: error: writing {out} failed: "
+                          f"{PREFIX}.indices.npy: No space left on device; "), err
+    assert f"free space on the disk of {tmp_path}" in err and "--out on another disk" in err
+    assert "--prefix" not in err and ".building" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data-bin"]
+
+
+def test_features_name_a_short_write_as_a_full_disk(data, tmp_path, monkeypatch, caplog):
+    real = np.save
+
+    def save(file, array, *args, **kwargs):
+        if str(getattr(file, "name", file)).endswith(".indices.npy.tmp"):
+            raise OSError("12624 requested and 992 written")
+        return real(file, array, *args, **kwargs)
+
+    monkeypatch.setattr(np, "save", save)
+    assert build.cli_main([str(data), "-s", "src", "-t", "tgt", "--prefix",
+                           str(tmp_path / "f")]) == 1
+    assert f"cannot write the feature file {tmp_path}/f.indices.npy: No space left on device " \
+           "(a short write: 12624 requested and 992 written); the disk of" in caplog.text
+
+
+def test_fairseq_train_without_a_batch_bound_names_the_flags_in_one_line(tiny_data, tmp_path):
+    """fairseq-train without --max-tokens or --batch-size: fairseq's own assert, after the
+    plugin is imported, prints as one error line naming both flags, not its traceback."""
+    args = train_args(tiny_data, tmp_path / "ckpt")
+    at = args.index("--max-tokens")
+    proc = run(args[:at] + args[at + 2:], check=False)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.stderr.rstrip().splitlines()[-1] == (
+        "fairseq-train: error: give --max-tokens N (the tokens a batch may hold, e.g. "
+        "--max-tokens 4096) or --batch-size N (the sentences a batch may hold): fairseq-train "
+        "needs a bound on each batch"), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("case", ["data dir missing", "data dir is a file", "restore file missing",
+                                  "max tokens below the longest pair"])
+def test_a_new_users_mistakes_with_fairseq_train_stop_in_one_line(tiny_data, tmp_path, case):
+    """What the replay of the probes found: a missing data folder (fairseq: a bare errno from
+    os.listdir), a --restore-file that is not there (fairseq: a fresh start, without a word)
+    and a --max-tokens below the longest pair (fairseq: an assert in its batching) each stop
+    before training with one line naming the path or flag and the fix."""
+    data, extra = tiny_data, ["--max-update", "3", "--assistant-sync"]
+    if case == "data dir missing":
+        data = tmp_path / "nowhere"
+        expected = f"the data directory {data} (fairseq-train's first argument) does not exist: " \
+                   "give the folder that fairseq-preprocess or scripts/prepare-corpus.sh wrote"
+    elif case == "data dir is a file":
+        data = tmp_path / "file"
+        data.write_text("x\n")
+        expected = f"the data directory {data} (fairseq-train's first argument) is a file, not " \
+                   "a folder: give the folder"
+    elif case == "restore file missing":
+        extra += ["--restore-file", tmp_path / "typo.pt"]
+        expected = f"--restore-file {tmp_path / 'typo.pt'} does not exist: fairseq-train would " \
+                   "start the run afresh, without a word; give the path of a checkpoint file"
+    else:
+        extra += ["--max-tokens", "8"]  # after train_args' own: the last one counts
+        expected = "--max-tokens 8 is below the longest pair of the valid split ("
+    proc = run(train_args(data, tmp_path / "ckpt", extra=extra), check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output[-3000:]
+    last = proc.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("fairseq-train: error: " + expected), output[-3000:]
+    assert "Traceback" not in output and "| train_inner |" not in output, output[-3000:]
+    assert not (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
+    if case == "max tokens below the longest pair":
+        assert "Give --max-tokens" in last and "--skip-invalid-size-inputs-valid-test" in last
+
+
+def test_an_empty_or_missing_data_folder_names_the_fix(tmp_path, capsys, caplog):
+    """autoassist-features on an empty folder (it said "dictionary not found ... check
+    --source-lang", as for another language pair), autoassist-filter on a missing one (a
+    bare errno)."""
+    from autoassist_fairseq.tools.filter import cli_main as filter_main
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert build.cli_main([str(empty), "-s", "src", "-t", "tgt"]) == 1
+    assert f"{empty} holds no fairseq-preprocess output (no dict.*.txt): give the --destdir " \
+           "of fairseq-preprocess" in caplog.text
+    assert list(empty.iterdir()) == []
+    assert filter_main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert f"autoassist-filter: error: DATA {tmp_path / 'nowhere'} does not exist: give the " \
+           "data directory that scripts/prepare-corpus.sh" in err, err
+    assert not (tmp_path / "out").exists()

@@ -152,15 +152,23 @@ def test_report_refuses_bad_input_with_the_fix(corpus, tmp_path, caplog):
             "--out", str(tmp_path / "r.json"), "--workdir", str(tmp_path)]
     assert check_report.cli_main(args) == 1
     assert f"{labelled} has no column fr (columns: " in caplog.text
-    assert "it needs one column per language named as --src/--tgt, and 'label'" in caplog.text
+    assert "it needs one column per language named as --src/--tgt, and 'label': give " \
+        "--src/--tgt the names of its language columns" in caplog.text
     assert not (tmp_path / "r.json").exists()
     args[6] = "de"
     assert check_report.cli_main(args[:2] + [str(path / "nothing")] + args[3:]) == 1
-    assert f"clean corpus side not found: {path / 'nothing'}.en (nor .gz)" in caplog.text
+    assert f"clean corpus side not found: {path / 'nothing'}.en (nor .gz); give --clean the " \
+        "path prefix of the clean corpus's two sides" in caplog.text
+    for given, what in ((tmp_path / "none.tsv", "not found"), (tmp_path, "is a folder, not a file")):
+        assert check_report.cli_main([str(given)] + args[1:]) == 1
+        assert f"labelled pairs {what}: {given}; give the labelled TSV file (a header line " \
+               "naming the columns en, de and 'label'" in caplog.text, caplog.text
     with pytest.raises(ValueError, match="needs 2700 clean pairs.*900"):
         labelled_pairs.mix(labelled_pairs.read_labelled(str(labelled), "en", "de"),
                            ["a"] * 900, ["b"] * 900, 0.1, 0)
     assert check_report.cli_main(args[:-4] + ["--tgt", "de", "--out", "x", "--share", "1.5"]) == 2
+    assert "--share must be between 0 and 1 (got 1.5): give the share of labelled pairs" \
+        in caplog.text
     assert check_report.cli_main(args[:-4] + ["--tgt", "de", "--out", "x", "--bootstrap", "1"]) == 2
     assert "--bootstrap needs 0 (no intervals) or at least 2 resamples" in caplog.text
 

@@ -369,8 +369,13 @@ def test_noise_labels_need_the_kept_lines(tmp_path):
 def test_bad_arguments_are_clear_errors(tmp_path):
     missing = run([BIN / "autoassist-diagnose", "--data", tmp_path, "--checkpoint",
                    tmp_path / "nope.pt"], check=False)
-    assert missing.returncode != 0 and "nope.pt not found" in missing.stderr
+    assert missing.returncode != 0 and f"--checkpoint {tmp_path / 'nope.pt'}: does not exist: " \
+        "give checkpoint files that fairseq-train saved" in missing.stderr, missing.stderr
     assert "Traceback" not in missing.stderr
+    gone = run([BIN / "autoassist-diagnose", "--data", tmp_path / "nowhere", "--checkpoint",
+                tmp_path], check=False)
+    assert gone.returncode != 0 and f"--data {tmp_path / 'nowhere'} does not exist: give the " \
+        "data directory the run trained on" in gone.stderr, gone.stderr
     bad = run([BIN / "autoassist-diagnose", "--data", tmp_path, "--checkpoint", tmp_path,
                "--reference-share", "1.5"], check=False)
     assert bad.returncode == 2 and "--reference-share 1.5: must be in (0, 1)" in bad.stderr

@@ -128,16 +128,23 @@ def test_one_dead_assistant_stops_or_falls_back_on_every_rank(train_data, tmp_pa
     if fallback == "error":
         assert proc.returncode != 0
         assert "killed by SIGKILL" in out and "--assistant-fallback uniform" in out
-        # rank 1 stops with the cause (rank 0 with "on another worker", unless the launcher
-        # stops it first), neither by a failed collective; found at a step ("an Assistant
-        # process") or in the ranks' exchange at an epoch's start ("the Assistant of worker 1")
-        died = [line for line in out.splitlines() if line.startswith(
-            "[rank 1] [rank1]: autoassist_fairseq.transport.process.AssistantDied: ")]
-        assert any(line.endswith("failed, so every worker stops at this update: the Assistant "
-                                 "process died: it was killed by SIGKILL (the OOM killer?) "
-                                 "without a traceback") for line in died), out[-3000:]
+        # every rank stops with one line (no traceback) naming worker 1 and the cause (the
+        # ranks exchange their causes at the update that stops them), none by a failed
+        # collective; rank 0's line is there unless the launcher stopped it first
+        expected = ("the Assistant of worker 1 failed, so every worker stops at this update: "
+                    "the Assistant process died: it was killed by SIGKILL (the OOM killer?) "
+                    "without a traceback")
+        last, found = out.rstrip().splitlines()[-1], 0
+        for rank in (0, 1):
+            died = [line for line in out.splitlines() if line.startswith(
+                f"[rank {rank}] [rank{rank}]: fairseq-train: error: ")]
+            assert all(line.endswith(expected) for line in died), (rank, died, out[-3000:])
+            assert died or f"rank {rank} was stopped by the launcher" in last, (rank, out[-3000:])
+            found += len(died)
+        assert found, out[-3000:]
         ranks = [line for line in out.splitlines() if line.startswith("[rank")]
         assert not [line for line in ranks if "by peer" in line], out[-3000:]
+        assert "Traceback" not in out, out[-3000:]
         # each rank writes an update's trace before the step's all-reduce, after which both
         # stop: the last update traced is the one every rank stopped at
         last = [read_trace(tmp_path / "trace", rank)[-1][1] for rank in (0, 1)]
@@ -147,6 +154,33 @@ def test_one_dead_assistant_stops_or_falls_back_on_every_rank(train_data, tmp_pa
         assert "continuing this run on uniform batches" in out
         assert "done training" in out and "num_updates 60" in out
     assert not any(running(pid) for pid in workers + assistants)
+
+
+@pytest.mark.parametrize("failures, message", [
+    ([None, "the Assistant process died: killed"],
+     "the Assistant of worker 1 failed, so every worker stops at this update: the Assistant "
+     "process died: killed"),
+    (["it raised X", "it raised Y"],
+     "the Assistants of workers 0, 1 failed, so every worker stops at this update: worker 0: "
+     "it raised X; worker 1: it raised Y"),
+])
+def test_every_rank_names_the_failed_worker_and_its_cause(failures, message):
+    """At the update where the summed failure flag stops every rank, the ranks exchange
+    their causes: rank 0, whose own Assistant is well, names worker 1's failure, not "on
+    another worker"."""
+    from types import SimpleNamespace
+
+    from autoassist_fairseq.tasks.batch_iterator import AutoAssistEpochBatchIterator
+    from autoassist_fairseq.transport.client import AssistantClient
+    from autoassist_fairseq.transport.process import AssistantDied
+
+    client = AssistantClient.__new__(AssistantClient)
+    client.failure = failures[0]  # rank 0's own
+    rank0 = SimpleNamespace(num_shards=2, client=client, all_gather=lambda own: failures)
+    with pytest.raises(AssistantDied) as err:
+        AutoAssistEpochBatchIterator.stop_on_failure(rank0)
+    assert str(err.value).startswith(message + "\n"), str(err.value)
+    assert "--assistant-fallback uniform" in str(err.value)
 
 
 def _rank_of(pid):

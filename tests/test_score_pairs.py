@@ -266,12 +266,18 @@ def test_errors_name_the_line_and_the_fix(tmp_path, capsys):
     empty.write_text("")
     assert f"{empty}: no pairs (empty input); give tab-separated pairs, SOURCE<tab>TARGET a " \
         "line" in _error(capsys, [str(empty), "--src", "en", "--tgt", "de"])
-    assert f"no such file: {tmp_path / 'missing.tsv'}" in _error(
-        capsys, [str(tmp_path / "missing.tsv"), "--src", "en", "--tgt", "de"])
-    assert f"sentencepiece model not found: {tmp_path / 'x'}" in _error(
-        capsys, [str(bad), "--src", "en", "--tgt", "de", "--spm-model", str(tmp_path / "x")])
-    assert f"no such folder for {tmp_path / 'no' / 'out.tsv'}: {tmp_path / 'no'}" in _error(
-        capsys, [str(bad), "--src", "en", "--tgt", "de", "--out", str(tmp_path / "no" / "out.tsv")])
+    # each missing path with the fix (the replay of the probes: they named the path alone)
+    assert f"no such file: {tmp_path / 'missing.tsv'} (INPUT not found); give a file of " \
+        "tab-separated pairs" in _error(
+            capsys, [str(tmp_path / "missing.tsv"), "--src", "en", "--tgt", "de"])
+    assert f"no such file: {tmp_path} (INPUT is a folder, not a file); give a file" in _error(
+        capsys, [str(tmp_path), "--src", "en", "--tgt", "de"])
+    assert f"sentencepiece model not found: {tmp_path / 'x'}; give --spm-model the .model " \
+        "file" in _error(capsys, [str(bad), "--src", "en", "--tgt", "de", "--spm-model",
+                                  str(tmp_path / "x")])
+    assert f"no such folder for {tmp_path / 'no' / 'out.tsv'}: {tmp_path / 'no'}; create it " \
+        "first" in _error(capsys, [str(bad), "--src", "en", "--tgt", "de", "--out",
+                                   str(tmp_path / "no" / "out.tsv")])
     assert "the lexical check is fitted and scored in one call on a prepared corpus " \
         "(autoassist-features); leave it out of --pair-checks" in _error(
             capsys, [str(bad), "--src", "en", "--tgt", "de", "--pair-checks", "language,lexical"])

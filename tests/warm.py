@@ -59,7 +59,13 @@ def _child(argv, out_path, err_path, env, cwd):
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
-    main(argv)
+    try:
+        main(argv)
+    except SystemExit:
+        raise
+    except BaseException:  # as an interpreter ends on it: sys.excepthook prints it, exit 1
+        sys.excepthook(*sys.exc_info())
+        sys.exit(1)
 
 
 def main(argv):

@@ -83,7 +83,7 @@ def exit_code(program):
         print(stop.code, file=sys.stderr)
         return 1
     except BaseException:  # pylint: disable=broad-except  (an interpreter prints and fails)
-        traceback.print_exc()
+        sys.excepthook(*sys.exc_info())  # as an interpreter does: a hook set may print it
         return 1
 
 

@@ -221,7 +221,10 @@ def cli_main(argv=None):
     try:
         missing = [c for c in a.checkpoint if not os.path.exists(c)]
         if missing:  # before the slow part of the first one
-            raise DiagnosisError(f"{', '.join(missing)} not found")
+            raise DiagnosisError(f"--checkpoint {', '.join(missing)}: "
+                                 f"{'does' if len(missing) == 1 else 'do'} not exist: give "
+                                 "checkpoint files that fairseq-train saved, e.g. "
+                                 "SAVE_DIR/checkpoint_last.pt")
         check_data(a.data)
         check_dynamics(a.dynamics)
         losses = losses_paths(a.losses_out, a.checkpoint)

@@ -16,7 +16,9 @@ class DiagnosisError(RuntimeError):
 def check_data(data) -> None:
     """Raise DiagnosisError unless *data* is a directory (the run's data directory)."""
     if not os.path.exists(data):
-        raise DiagnosisError(f"{data} not found")
+        raise DiagnosisError(f"--data {data} does not exist: give the data directory the run "
+                             "trained on (the --destdir of fairseq-preprocess or "
+                             "scripts/prepare-corpus.sh)")
     if not os.path.isdir(data):
         raise DiagnosisError(f"--data {data} is a file: give the data directory the run "
                              "trained on (the --destdir of fairseq-preprocess or "
@@ -27,10 +29,10 @@ def check_checkpoint(checkpoint) -> None:
     """Raise DiagnosisError unless *checkpoint* is a file that torch.save wrote whole (a zip
     archive whose parts match their checksums, or a pickle), and, for the zip archives of
     torch >= 1.6, a fairseq checkpoint (a dict with ``model`` and ``cfg`` or ``args``)."""
-    if not os.path.exists(checkpoint):
-        raise DiagnosisError(f"{checkpoint} not found")
     hint = ("give a checkpoint file that fairseq-train saved, e.g. "
             "SAVE_DIR/checkpoint_last.pt")
+    if not os.path.exists(checkpoint):
+        raise DiagnosisError(f"--checkpoint {checkpoint} does not exist: {hint}")
     if os.path.isdir(checkpoint):
         raise DiagnosisError(f"--checkpoint {checkpoint} is a directory: {hint}")
     try:

@@ -8,6 +8,7 @@ Example::
 
 import argparse
 import filecmp
+import glob
 import logging
 import os
 import sys
@@ -88,6 +89,10 @@ def read_counts(data_dir: str, src: str, tgt: str, split: str = "train"):
         raise FileNotFoundError(f"data directory not found: {data_dir} (give the --destdir "
                                 "of fairseq-preprocess)")
     dict_paths = [os.path.join(data_dir, f"dict.{lang}.txt") for lang in (src, tgt)]
+    if not glob.glob(os.path.join(glob.escape(data_dir), "dict.*.txt")):
+        raise FileNotFoundError(f"{data_dir} holds no fairseq-preprocess output (no dict.*.txt): "
+                                "give the --destdir of fairseq-preprocess (or the data "
+                                "directory of scripts/prepare-corpus.sh)")
     for path in dict_paths:
         if not os.path.exists(path):
             raise FileNotFoundError(f"dictionary not found: {path}; check --source-lang/"

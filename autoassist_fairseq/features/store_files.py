@@ -27,18 +27,21 @@ def write_error(path: str, err: OSError) -> OSError:
     """An error for a feature file that could not be written: the file, the cause, the
     disk it is on (with its free space) and the fix."""
     folder = os.path.dirname(os.path.abspath(path))
-    cause = err.strerror or str(err)  # numpy's short write: "N requested and M written"
+    cause = err.strerror or str(err)
+    code = err.errno
+    if code is None and "requested and" in cause:  # numpy's short write: a full disk
+        code, cause = errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} (a short write: {cause})"
     try:
         free = f"{shutil.disk_usage(folder).free / 2**20:,.0f} MiB free"
     except OSError:
         free = "free space unknown"
-    if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
         fix = "give --prefix in a folder this user can write"
     else:
         fix = "free space there, or give --prefix on another disk"
-    return OSError(err.errno, f"cannot write the feature file {path}: {cause}; the disk of "
-                              f"{folder} has {free} (df -h {folder}); {fix}; nothing of the "
-                              "new feature file was left")
+    return OSError(code, f"cannot write the feature file {path}: {cause}; the disk of "
+                         f"{folder} has {free} (df -h {folder}); {fix}; nothing of the "
+                         "new feature file was left", path)
 
 
 def load_array(path: str, fix: str, what: str = "feature file") -> np.ndarray:

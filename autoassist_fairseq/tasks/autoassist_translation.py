@@ -30,7 +30,7 @@ from ..losses import BatchTrace, check_criterion, train_step_with_losses
 from ..transport.local_source import LocalSource, pipeline_lag
 from ..transport.process import AssistantProcess
 from .config import AutoAssistTranslationConfig, check_config, refuse_batching_flags
-from .language_pair import check_language_pair
+from .language_pair import check_data_dir, check_language_pair
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,10 @@ class AutoAssistTranslationTask(TranslationTask):
     @classmethod
     def setup_task(cls, cfg, **kwargs):
         # a pair the data does not hold: say which pairs it does, not "dict.xx.txt missing"
-        check_language_pair(utils.split_paths(cfg.data)[0], cfg.source_lang, cfg.target_lang)
+        paths = utils.split_paths(cfg.data)
+        for path in paths[1:]:  # the other data shards (--data a:b) are folders too
+            check_data_dir(path)
+        check_language_pair(paths[0], cfg.source_lang, cfg.target_lang)
         return super().setup_task(cfg, **kwargs)
 
     def __init__(self, cfg: AutoAssistTranslationConfig, src_dict, tgt_dict):
@@ -78,12 +81,19 @@ class AutoAssistTranslationTask(TranslationTask):
         ``Trainer.get_train_iterator`` passes ``update_epoch_batch_itr``."""
         if "update_epoch_batch_itr" not in kwargs \
                 or dataset is not self.datasets.get(self.cfg.train_subset) or self.features is None:
-            return super().get_batch_iterator(
-                dataset, max_tokens=max_tokens, max_sentences=max_sentences,
-                max_positions=max_positions, ignore_invalid_inputs=ignore_invalid_inputs,
-                required_batch_size_multiple=required_batch_size_multiple, seed=seed,
-                num_shards=num_shards, shard_id=shard_id, num_workers=num_workers,
-                epoch=epoch, data_buffer_size=data_buffer_size, **kwargs)
+            try:
+                return super().get_batch_iterator(
+                    dataset, max_tokens=max_tokens, max_sentences=max_sentences,
+                    max_positions=max_positions, ignore_invalid_inputs=ignore_invalid_inputs,
+                    required_batch_size_multiple=required_batch_size_multiple, seed=seed,
+                    num_shards=num_shards, shard_id=shard_id, num_workers=num_workers,
+                    epoch=epoch, data_buffer_size=data_buffer_size, **kwargs)
+            except AssertionError as err:  # fairseq's batch_by_size: a pair over --max-tokens
+                if not str(err).startswith("Sentences lengths should not exceed max_tokens"):
+                    raise
+                split = next((k for k, d in self.datasets.items() if d is dataset), "given")
+                check_batch_bound(_num_tokens(dataset), max_tokens, split)
+                raise
         refuse_batching_flags(kwargs)
         if self.train_iterator is not None and self.train_iterator.dataset is dataset:
             return self.train_iterator  # one iterator, one Assistant, for the whole run
@@ -97,6 +107,7 @@ class AutoAssistTranslationTask(TranslationTask):
         if max_positions is not None:
             indices = self.filter_indices_by_size(indices, dataset, max_positions,
                                                   ignore_invalid_inputs)
+        check_batch_bound(_num_tokens(dataset)[indices], max_tokens, self.cfg.train_subset)
         cfg = self.cfg
         make_generator = functools.partial(
             BatchGenerator, indices, dataset.src_sizes, dataset.tgt_sizes, max_tokens=max_tokens,
@@ -178,6 +189,29 @@ class AutoAssistTranslationTask(TranslationTask):
             if aa_metrics.reduce(logging_outputs, itr.run_totals,
                                  on_failure=itr.stop_on_failure):
                 itr.end_update()  # every rank, after the step: the states a save needs
+
+
+def _num_tokens(dataset) -> np.ndarray:
+    """Each pair's tokens as fairseq's batching counts them: its longer side's."""
+    src = np.asarray(dataset.src_sizes)
+    return src if dataset.tgt_sizes is None else np.maximum(src, np.asarray(dataset.tgt_sizes))
+
+
+def check_batch_bound(num_tokens: np.ndarray, max_tokens: Optional[int], split: str) -> None:
+    """Raise ValueError, naming the flag and the fix, where a pair to be batched is longer
+    than ``--max-tokens``: no batch can hold it (fairseq's ``batch_by_size`` asserts)."""
+    if not max_tokens or max_tokens <= 0 or not len(num_tokens):
+        return
+    longest = int(np.max(num_tokens))
+    if longest > max_tokens:
+        over = int(np.sum(num_tokens > max_tokens))
+        raise ValueError(
+            f"--max-tokens {max_tokens} is below the longest pair of the {split} split "
+            f"({longest} tokens on its longer side; {over} pairs are longer than "
+            f"{max_tokens}): a batch holds at least one pair. Give --max-tokens {longest} or "
+            "more (e.g. --max-tokens 4096), or leave the longer pairs out with "
+            "--max-source-positions/--max-target-positions and "
+            "--skip-invalid-size-inputs-valid-test")
 
 
 def _all_gather(obj):

@@ -193,7 +193,11 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
         return int(state["data_pass"]) if state is not None and state["data_pass"] >= 1 else self.epoch
 
     def stop_on_failure(self) -> None:
-        self.client.stop_on_failure()
+        """Raise on this rank, naming every failed rank's Assistant and its cause. Every rank
+        calls this at the same update (the failure flag is summed over the ranks with the
+        update's logs), so the causes are exchanged here, in a collective all ranks enter."""
+        failures = self.all_gather(self.client.failure) if self.num_shards > 1 else None
+        self.client.stop_on_failure(failures)
 
     def end_update(self) -> None:
         """Called on every rank once an update's logs are reduced (the task's

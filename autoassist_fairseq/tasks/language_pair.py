@@ -17,6 +17,19 @@ def language_pairs(data_path: str) -> List[Tuple[str, str]]:
     return binarised_pairs(data_path)
 
 
+def check_data_dir(data_path: str) -> None:
+    """Raise a ``FileNotFoundError`` that names the fix when *data_path* (a folder of
+    ``--data``, fairseq-train's first argument) is no folder: fairseq would fail on it in
+    ``os.listdir`` with a bare errno."""
+    if os.path.isdir(data_path):
+        return
+    what = "is a file, not a folder" if os.path.exists(data_path) else "does not exist"
+    raise FileNotFoundError(
+        f"the data directory {data_path} (fairseq-train's first argument) {what}: give the "
+        "folder that fairseq-preprocess or scripts/prepare-corpus.sh wrote (its dict.*.txt "
+        "and train.*.bin files)")
+
+
 def check_language_pair(data_path: str, src: Optional[str], tgt: Optional[str]) -> None:
     """Raise a ``FileNotFoundError`` that names the fix when *data_path* lacks the
     dictionaries of the given pair.
@@ -30,10 +43,12 @@ def check_language_pair(data_path: str, src: Optional[str], tgt: Optional[str]) 
         tgt (str, optional): the ``--target-lang`` given (default: None).
 
     Raises:
-        FileNotFoundError: when *data_path* is not a directory, or when
+        FileNotFoundError: when *data_path* is not a directory (whether or not the
+            languages are given), or when
             ``dict.{src}.txt`` or ``dict.{tgt}.txt`` is missing from it.
         ValueError: when both name the same language.
     """
+    check_data_dir(data_path)
     if src is None or tgt is None:
         return
     if src == tgt:
@@ -41,8 +56,6 @@ def check_language_pair(data_path: str, src: Optional[str], tgt: Optional[str]) 
         raise ValueError(f"--source-lang and --target-lang are both {src!r}: give the two "
                          "languages of the pair (the data holds: "
                          f"{', '.join(f'{a}-{b}' for a, b in pairs) or 'no binarised pair'})")
-    if not os.path.isdir(data_path):
-        raise FileNotFoundError(f"Dataset not found: data directory {data_path} does not exist")
     missing = [f"dict.{lang}.txt" for lang in (src, tgt)
                if not os.path.isfile(os.path.join(data_path, f"dict.{lang}.txt"))]
     if not missing:

@@ -240,7 +240,8 @@ def cli_main(argv=None) -> int:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
                         level=logging.INFO, stream=sys.stdout)
     if not 0.0 < args.share < 1.0:
-        logger.error(f"--share must be between 0 and 1 (got {args.share})")
+        logger.error(f"--share must be between 0 and 1 (got {args.share}): give the share of "
+                     "labelled pairs in the mix, e.g. --share 0.1")
         return 2
     if args.bootstrap < 0 or args.bootstrap == 1:
         logger.error(f"--bootstrap needs 0 (no intervals) or at least 2 resamples (got "

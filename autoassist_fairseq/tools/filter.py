@@ -133,6 +133,11 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
 
     data = Path(data)
     out = None if out is None else Path(out)
+    if not data.is_dir():
+        raise FileNotFoundError(
+            f"DATA {data} {'is a file, not a folder' if data.exists() else 'does not exist'}: "
+            "give the data directory that scripts/prepare-corpus.sh (or fairseq-preprocess) "
+            "wrote, with the feature file of autoassist-features")
     if out is None and not scores_out:
         raise ValueError("give --out (the filtered corpus) or --scores-out (the scores alone)")
     if out is not None and data.resolve() == out.resolve():

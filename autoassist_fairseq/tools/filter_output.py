@@ -72,6 +72,10 @@ def write_error(err: OSError, out: Path) -> str:
     """The message for a failed write of *out*: the file, the cause, and the fix."""
     where = f"{err.filename}: " if err.filename else ""
     cause = err.strerror or str(err)
+    if err.errno is not None and err.filename:
+        # a file of the temporary folder the corpus is built in (gone now): its name alone,
+        # and the cause without advice given for another command's flags
+        where, cause = f"{Path(err.filename).name}: ", os.strerror(err.errno)
     if err.errno in (errno.ENOSPC, errno.EDQUOT):
         fix = (f"free space on the disk of {Path(out).resolve().parent} (df -h "
                f"{Path(out).resolve().parent}), or give --out on another disk")

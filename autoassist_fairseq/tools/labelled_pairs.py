@@ -66,13 +66,17 @@ def read_labelled(path: str, src: str, tgt: str) -> Dict[str, list]:
             the line and the column, and the fix.
     """
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"labelled pairs not found: {path}")
+        what = "is a folder, not a file" if os.path.isdir(path) else "not found"
+        raise FileNotFoundError(f"labelled pairs {what}: {path}; give the labelled TSV file "
+                                f"(a header line naming the columns {src}, {tgt} and 'label', "
+                                "then one pair a line)")
     reader = csv.DictReader(_lines(path), delimiter="\t", quoting=csv.QUOTE_NONE)
     missing = [c for c in (src, tgt, "label") if c not in (reader.fieldnames or [])]
     if missing:
         raise ValueError(f"{path} has no column {', '.join(missing)} (columns: "
                          f"{', '.join(reader.fieldnames or [])}); it needs one column per "
-                         "language named as --src/--tgt, and 'label'")
+                         "language named as --src/--tgt, and 'label': give --src/--tgt the "
+                         "names of its language columns, or name its header's columns so")
     rows, bicleaner = [], []
     for row in reader:  # QUOTE_NONE: one record a line, so line_num is the record's line
         short = [c for c in reader.fieldnames if row[c] is None]
@@ -110,7 +114,9 @@ def _text(prefix: str, lang: str) -> List[str]:
     for path in (f"{prefix}.{lang}", f"{prefix}.{lang}.gz"):
         if os.path.isfile(path):
             return [line[:-1] for line in _lines(path)]
-    raise FileNotFoundError(f"clean corpus side not found: {prefix}.{lang} (nor .gz)")
+    raise FileNotFoundError(f"clean corpus side not found: {prefix}.{lang} (nor .gz); give "
+                            "--clean the path prefix of the clean corpus's two sides, PREFIX "
+                            "for PREFIX.<src> and PREFIX.<tgt> (plain or .gz)")
 
 
 def read_clean(prefixes: Sequence[str], src: str, tgt: str):

@@ -101,16 +101,23 @@ def _check_args(args) -> None:
     if args.drop_flagged and args.header:
         raise ValueError("--header names score columns, which --drop-flagged does not write; "
                          "give one of them")
-    for path in (args.input, args.fit):
+    for name, path in (("INPUT", args.input), ("--fit", args.fit)):
         if path not in (None, "-") and not os.path.isfile(path):
-            raise FileNotFoundError(f"no such file: {path}")
+            what = "is a folder, not a file" if os.path.isdir(path) else "not found"
+            raise FileNotFoundError(f"no such file: {path} ({name} {what}); give a file of "
+                                    "tab-separated pairs, SOURCE<tab>TARGET a line (plain or "
+                                    ".gz), or - for stdin")
     if args.spm_model and not os.path.isfile(args.spm_model):
-        raise FileNotFoundError(f"sentencepiece model not found: {args.spm_model}")
+        raise FileNotFoundError(f"sentencepiece model not found: {args.spm_model}; give "
+                                "--spm-model the .model file of spm_train, or leave it out to "
+                                "train one on the fit sample")
     for path in (args.out, args.weights_out):
         if path not in (None, "-"):
             folder = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(folder):
-                raise FileNotFoundError(f"no such folder for {path}: {folder}")
+                raise FileNotFoundError(f"no such folder for {path}: {folder}; create it "
+                                        "first (mkdir -p), or give a path in a folder that "
+                                        "exists")
 
 
 def score_pairs(args, settings) -> dict:

@@ -223,12 +223,15 @@ class AssistantClient:
         """Raise on every rank once any rank's Assistant failed (with fallback error).
 
         Args:
-            failures (list, optional): every rank's failure (None where none), when the
-                ranks exchanged them; otherwise this rank's, or "another worker's".
+            failures (list, optional): every rank's failure (None where none), as the ranks
+                exchanged them; without them (one worker), this rank's own.
         """
         failed = [(r, f) for r, f in enumerate(failures or []) if f]
-        if failed:
+        if len(failed) == 1:
             where, cause = f"the Assistant of worker {failed[0][0]}", failed[0][1]
+        elif failed:
+            where = "the Assistants of workers " + ", ".join(str(r) for r, _ in failed)
+            cause = "; ".join(f"worker {r}: {f}" for r, f in failed)
         else:
             where = "an Assistant process"
             cause = self.failure or "on another worker (its log has the cause)"
