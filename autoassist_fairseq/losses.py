@@ -141,9 +141,8 @@ class BossLosses:
 
     def __init__(self, recent: int = 64):
         self._held = deque()  # (ids, cpu losses, cuda event or None, seq), oldest first
-        # the batches seen lately, by their run-wide number, with the statistics their step
-        # returned (fairseq's --amp retry; on a GPU it prepares the sample again, so the
-        # retried batch is known by its number, not by its dict)
+        # the numbers of the batches held lately (fairseq's --amp retry; on a GPU it prepares
+        # the sample again, so the retried batch is known by its number, not by its dict)
         self._recent = OrderedDict()
         self._size = recent
 
@@ -153,7 +152,7 @@ class BossLosses:
         seq = int(meta["seq"])
         if seq in self._recent:
             return True
-        self._recent[seq] = {}
+        self._recent[seq] = None
         while len(self._recent) > self._size:
             self._recent.popitem(last=False)
         event = None
@@ -166,16 +165,6 @@ class BossLosses:
             copy = losses.detach()
         self._held.append((meta["ids"], copy, event, seq))
         return False
-
-    def keep_stats(self, seq: int, stats: dict) -> None:
-        """The statistics the first step of batch *seq* returned: fairseq drops the logging
-        outputs of a step it retries, so the retry reports them (:meth:`first_stats`)."""
-        if seq in self._recent:
-            self._recent[seq] = stats
-
-    def first_stats(self, seq: int) -> dict:
-        """What :meth:`keep_stats` kept for batch *seq* (empty if nothing)."""
-        return self._recent.get(seq, {})
 
     def ready(self, keep_last: bool = True, wait: bool = False):
         """Yield ``(ids, losses, seq)`` of the batches whose copy is done, in training order;
@@ -207,9 +196,8 @@ def train_step_with_losses(step, itr, sample: dict, criterion, update_num: int,
 
     Runs ``step()`` (fairseq's ``train_step``) with the token losses captured, hands the
     batch's per-sentence losses to the Assistant (one step later), and returns the step's
-    result and this step's statistics (:mod:`..metrics`): the iterator's counters since the
-    last step and the batch's tokens; for a batch fairseq's ``--amp`` retries, those of its
-    first step, which fairseq dropped.
+    result and this step's statistics (:mod:`..metrics`, from the iterator's counters): for
+    a batch fairseq's ``--amp`` retries, those of its first step, which fairseq dropped.
 
     Returns:
         tuple: ``(loss, sample_size, logging_output), stats``.
@@ -220,17 +208,12 @@ def train_step_with_losses(step, itr, sample: dict, criterion, update_num: int,
     with capture_token_losses(criterion, sample.get("autoassist_weight")) as captured:
         result = step()
     retry = itr.hold_losses(meta, sentence_losses(captured.token_losses, sample, padding_idx))
-    if retry:  # fairseq's --amp trains the same batch again, and logs only this step
-        return result, dict(itr.losses.first_stats(int(meta["seq"])))
-    stats = itr.pop_log_stats()
-    if trace is not None:
+    if trace is not None and not retry:  # fairseq's --amp trains the same batch again
         trace.write(itr.epoch, update_num, meta["ids"])
-    stats["boss_tokens"] = meta["tokens"]
     src_tokens, target = sample["net_input"]["src_tokens"], sample["target"]
-    stats["boss_padded_tokens"] = target.size(0) * (src_tokens.size(1) + target.size(1))
-    stats = itr.log_step(stats)
-    itr.losses.keep_stats(int(meta["seq"]), stats)
-    return result, stats
+    # with padding: what the Boss's matrix products compute (batch size x longest sides)
+    padded = target.size(0) * (src_tokens.size(1) + target.size(1))
+    return result, itr.log_step(int(meta["seq"]), meta["tokens"], padded)
 
 
 class BatchTrace:

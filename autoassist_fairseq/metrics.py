@@ -1,6 +1,6 @@
 """The ``aa_*`` statistics: what the Assistant reports, what every rank logs, how fairseq
 combines them. The one contract between the Assistant's side (``Assistant.stats``, the
-windows' counts) and the Boss's (the iterator's ``pop_log_stats``, the task's logs).
+windows' counts) and the Boss's (the iterator's ``tasks.counters``, the task's logs).
 
 Every rank logs every key of :data:`LOGGED` as ``"aa_" + key`` at every step, dummy
 batches too: fairseq sums the logs of all ranks in one all-reduce that expects identical
@@ -24,8 +24,8 @@ AVERAGED = {"accuracy": "aa_acc", "chance": "aa_acc_base", "threshold": "aa_T",
 # summed, shown only when not zero
 COUNTED = {"dropped_losses": "aa_dropped", "nonfinite": "aa_nonfinite"}
 LOGGED = SUMMED + tuple(AVERAGED) + tuple(COUNTED) + ("failed", "n")
-# cumulative over the run (all ranks) and across resumes: the train iterator's run_totals,
-# which its checkpoint state holds
+# cumulative over the run (all ranks) and across resumes: the train iterator's run_totals
+# (``tasks.counters``), which its checkpoint state holds
 RUN_TOTALS = ("boss_tokens", "boss_padded_tokens", "considered_tokens", "accepted_tokens")
 
 
