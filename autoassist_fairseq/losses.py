@@ -18,29 +18,12 @@ rate keeps its meaning), while its direction is that of uniform batches in expec
 The token losses kept for the Assistant are the unweighted ones.
 """
 
-import inspect
 import math
 import os
 from collections import OrderedDict, deque
 
 import numpy as np
 import torch
-
-
-def check_criterion(criterion) -> None:
-    """Fail early, naming the fix, if *criterion* cannot give token-level losses."""
-    compute_loss = getattr(criterion, "compute_loss", None)
-    if compute_loss is None or "reduce" not in inspect.signature(compute_loss).parameters:
-        raise ValueError(
-            f"--task autoassist_translation needs token-level losses, but criterion "
-            f"{type(criterion).__name__} has no compute_loss(model, net_output, sample, reduce); "
-            "use --criterion cross_entropy or --criterion label_smoothed_cross_entropy")
-    if getattr(criterion, "rdrop_alpha", 0) > 0:
-        # R-Drop doubles the batch and adds its KL term to every token's loss
-        raise ValueError(
-            f"--task autoassist_translation needs one loss per target token of the batch, but "
-            f"--rdrop-alpha {criterion.rdrop_alpha} runs every sentence twice and adds a KL "
-            "term to each token; use --rdrop-alpha 0, or --task translation for R-Drop")
 
 
 def label_smoothing_floor(epsilon: float, vocab_size: int) -> float:
@@ -71,7 +54,7 @@ class capture_token_losses:
     ``self.token_losses`` (a detached tensor, ``bsz * tgt_len`` values, 0 at padding)."""
 
     def __init__(self, criterion, weights=None):
-        check_criterion(criterion)
+        # one loss per target token: tasks.config.check_criterion refused other criteria
         self.criterion = criterion
         self.weights = weights  # per-sentence importance weights (bsz,), or None
         self.token_losses = None

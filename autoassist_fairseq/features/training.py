@@ -65,7 +65,8 @@ def check_data_shards(cfg, split: str, paths, loaded: str) -> None:
     """Check the feature file of every data shard of ``--data a:b`` other than *loaded*
     before training starts, as :func:`open_train_features` checks the loaded one: each
     shard is opened only at its own epoch, and a missing or stale file must not stop a run
-    hours in. One ``--assistant-features`` prefix cannot describe several shards.
+    hours in. (One ``--assistant-features`` prefix for several shards is refused by
+    :func:`~..tasks.config.check_config`.)
 
     Raises:
         FileNotFoundError, PermissionError, ValueError: as :func:`open_checked_features`,
@@ -73,13 +74,8 @@ def check_data_shards(cfg, split: str, paths, loaded: str) -> None:
     """
     if len(paths) < 2:
         return
+    assert not cfg.assistant_features, "refused with several shards by tasks.config"
     src, tgt = cfg.source_lang, cfg.target_lang
-    if cfg.assistant_features:
-        raise ValueError(f"--assistant-features {cfg.assistant_features} names one feature "
-                         f"file, but --data has {len(paths)} data shards, each with its own "
-                         "features: drop --assistant-features and build each shard's file at "
-                         f"its default place: autoassist-features SHARD --source-lang {src} "
-                         f"--target-lang {tgt}")
     for path in paths:
         if path == loaded:
             continue

@@ -26,10 +26,11 @@ from .batch_iterator import AutoAssistEpochBatchIterator
 from ..data.run_points import RunPoints
 from ..features.store import FeatureStore
 from ..features.training import check_data_shards, open_train_features
-from ..losses import BatchTrace, check_criterion, train_step_with_losses
+from ..losses import BatchTrace, train_step_with_losses
 from ..transport.local_source import LocalSource, pipeline_lag
 from ..transport.process import AssistantProcess
-from .config import AutoAssistTranslationConfig, check_config, refuse_batching_flags
+from .config import (AutoAssistTranslationConfig, check_config, check_criterion,
+                     refuse_batching_flags)
 from .language_pair import check_language_pair
 
 logger = logging.getLogger(__name__)
