@@ -47,7 +47,7 @@ def test_bad_flags_are_refused_naming_the_flag(parsed, values, message):
 ])
 def test_pair_checks_flag_spellings(flags, mode, warning, caplog):
     with caplog.at_level(logging.WARNING):
-        assert check_config(task_config(*flags)).pair_checks == mode
+        assert check_config(task_config(*flags)).pair_check_mode == mode
     assert not [r for r in caplog.records if "pair-checks" in r.getMessage()]
 
 

@@ -53,7 +53,7 @@ class AutoAssistTranslationTask(TranslationTask):
 
     def __init__(self, cfg: AutoAssistTranslationConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
-        self.hparams, self.pair_checks = check_config(cfg)  # bad values fail before any data
+        self.hparams, self.pair_check_mode = check_config(cfg)  # bad values fail before any data
         self.features: Optional[FeatureStore] = None
         self.suspect: Optional[np.ndarray] = None  # the pairs the pair checks flag
         self.train_iterator: Optional[AutoAssistEpochBatchIterator] = None
@@ -67,7 +67,7 @@ class AutoAssistTranslationTask(TranslationTask):
             if self.features is None:  # the run's first load: every shard's file, up front
                 check_data_shards(self.cfg, split, paths, path)
             self.features, self.suspect = open_train_features(
-                self.cfg, split, self.datasets[split], path, self.pair_checks)
+                self.cfg, split, self.datasets[split], path, self.pair_check_mode)
 
     def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None,
                            max_positions=None, ignore_invalid_inputs=False,

@@ -25,7 +25,7 @@ from ..assistant.rules import MAX_PATIENCE, RULES
 logger = logging.getLogger(__name__)
 
 _DEFAULTS = AssistantHParams()
-PAIR_CHECKS = ("auto", "require", "off")
+PAIR_CHECK_MODES = ("auto", "require", "off")
 
 
 @dataclass
@@ -127,7 +127,7 @@ class CheckedConfig(NamedTuple):
     """What :func:`check_config` derives from a valid config."""
 
     hparams: AssistantHParams
-    pair_checks: str  # one of PAIR_CHECKS
+    pair_check_mode: str  # --assistant-pair-checks, one of PAIR_CHECK_MODES
 
 
 def check_config(cfg) -> CheckedConfig:
@@ -167,15 +167,15 @@ def check_config(cfg) -> CheckedConfig:
     if trace and os.path.exists(trace) and not os.path.isdir(trace):
         raise ValueError(f"--assistant-trace-dir {trace} is a file: give a folder (the trace "
                          "is written to DIR/trained.rank<R>.tsv)")
-    pair_checks = str(cfg.assistant_pair_checks).lower()
-    if pair_checks not in PAIR_CHECKS:
+    mode = str(cfg.assistant_pair_checks).lower()
+    if mode not in PAIR_CHECK_MODES:
         raise ValueError(f"--assistant-pair-checks {cfg.assistant_pair_checks} is not one of "
-                         f"{', '.join(PAIR_CHECKS)}: give one of them (auto: the default)")
+                         f"{', '.join(PAIR_CHECK_MODES)}: give one of them (auto: the default)")
     _warn_unused(cfg, hparams.rule)
-    if pair_checks == "require" and hparams.rule == "random":
+    if mode == "require" and hparams.rule == "random":
         raise ValueError("--assistant-pair-checks require cannot go with --assistant-rule "
                          "random: the control must skip at random; drop one of the two")
-    return CheckedConfig(hparams, pair_checks)
+    return CheckedConfig(hparams, mode)
 
 
 def check_hparams(h: AssistantHParams) -> AssistantHParams:
