@@ -5,6 +5,10 @@ import pytest
 from autoassist_fairseq.tasks.counters import CUMULATIVE, Counters
 
 
+_NONE = dict.fromkeys(("boss_tokens", "boss_padded_tokens", "considered_tokens",
+                       "accepted_tokens"), 0.0)
+
+
 class _Sources:
     """Cumulative sources that grow by one pair, 10 tokens and 0.5 s per read."""
 
@@ -25,7 +29,7 @@ def test_each_step_logs_the_change_of_every_cumulative_source_and_the_current_va
     assert set(CUMULATIVE) <= set(first)
     assert (first["considered_pairs"], first["considered_tokens"], first["boss_tokens"],
             first["boss_padded_tokens"], first["threshold"]) == (1, 10.0, 7, 12, 2.0)
-    counters.update_reduced()
+    counters.update_reduced(_NONE)
     counters.update_begins()
     second = counters.step(1, 5, 8, read)
     assert (second["considered_pairs"], second["wait_seconds"], second["boss_tokens"],
@@ -42,7 +46,7 @@ def test_an_update_never_reduced_is_logged_with_the_next_updates_first_step():
         steps = [counters.step(2 * update + k, 3, 4, read) for k in range(2)]
         if not skipped:
             reduced.extend(steps)
-            counters.update_reduced()
+            counters.update_reduced(_NONE)
     assert sum(s["considered_pairs"] for s in reduced) == read.reads == 10
     assert sum(s["boss_tokens"] for s in reduced) == 3 * 10
     assert sum(s["wait_seconds"] for s in reduced) == pytest.approx(0.5 * 10)
@@ -53,7 +57,7 @@ def test_an_amp_retry_logs_its_first_steps_statistics_and_counts_nothing():
     counters.update_begins()
     first = counters.step(4, 9, 10, read)
     assert counters.step(4, 9, 10, read) == first and read.reads == 1
-    counters.update_reduced()
+    counters.update_reduced(_NONE)
     counters.update_begins()
     assert counters.step(5, 9, 10, read)["boss_tokens"] == 9
 
@@ -67,10 +71,12 @@ def test_a_restored_assistants_nonfinite_losses_are_not_logged_again():
     assert counters.step(1, 1, 1, read)["nonfinite"] == 2
 
 
-def test_the_run_totals_are_saved_and_restored_in_the_same_dict():
+def test_the_run_totals_add_the_reduced_updates_and_are_saved_and_restored_in_one_dict():
     totals = {"boss_tokens": 1.0, "boss_padded_tokens": 2.0, "considered_tokens": 3.0,
               "accepted_tokens": 4.0}
     counters = Counters(totals)
-    assert counters.run_totals is totals and counters.state_dict() == totals
+    counters.update_reduced(dict(_NONE, boss_tokens=5.0, accepted_tokens=1.0))
+    assert counters.run_totals is totals and counters.state_dict() == dict(
+        totals, boss_tokens=6.0, accepted_tokens=5.0) and totals["boss_tokens"] == 6.0
     counters.load_state_dict(dict(totals, boss_tokens=10))
     assert counters.run_totals is totals and totals["boss_tokens"] == 10.0

@@ -176,9 +176,10 @@ class AutoAssistTranslationTask(TranslationTask):
         if itr is None:
             aa_metrics.reduce(logging_outputs, None)
         else:
-            if aa_metrics.reduce(logging_outputs, itr.run_totals,
-                                 on_failure=itr.stop_on_failure):
-                itr.end_update()  # every rank, after the step: the states a save needs
+            summed = aa_metrics.reduce(logging_outputs, itr.run_totals,
+                                       on_failure=itr.stop_on_failure)
+            if summed is not None:  # every rank, after the step: the states a save needs
+                itr.end_update(summed)
 
 
 def _all_gather(obj):

@@ -192,15 +192,16 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
     def stop_on_failure(self) -> None:
         self.client.stop_on_failure()
 
-    def end_update(self) -> None:
+    def end_update(self, summed: dict) -> None:
         """Called on every rank once an update's logs are reduced (the task's
-        ``reduce_metrics``), after its step: where fairseq may save next, every rank's state
+        ``reduce_metrics``), after its step, with its counts summed over the ranks (added to
+        the run's totals): where fairseq may save next, every rank's state
         is gathered now, holding the losses of this last update. fairseq's validation
         gathers too (``begin_valid_epoch``), but a save without it (``--disable-validation``,
         an end-of-epoch save when ``--validate-interval`` is over 1) has only this. After an
         update fairseq skips (an ``--fp16`` overflow) no reduce follows: a save without
         validation then warns that the other ranks' states are older."""
-        self.counters.update_reduced()
+        self.counters.update_reduced(summed)
         if self.rank_states.due:
             self.sync_checkpoint_state()
 

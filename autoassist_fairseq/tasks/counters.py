@@ -15,8 +15,8 @@ was reduced, so ``aa_boss_tok`` and the other run totals lose none of it. fairse
 batch logs what its first step did.
 
 The run's totals over every rank (``aa_boss_tok``, ``aa_boss_padded_tok``, ``aa_skip_tok``)
-are summed from the reduced logs by :func:`~..metrics.reduce`; they are the only counts a
-checkpoint saves (its ``totals``).
+add up each update's counts that :func:`~..metrics.reduce` summed over the ranks' logs; they
+are the only counts a checkpoint saves (its ``totals``).
 """
 
 from typing import Callable, Dict, Optional, Tuple
@@ -80,8 +80,11 @@ class Counters:
             self._unreduced = False
         self._update = {}
 
-    def update_reduced(self) -> None:
-        """The update's logs were reduced: its counts are in the run's totals."""
+    def update_reduced(self, summed: dict) -> None:
+        """The update's logs were reduced: its counts over every rank, *summed*, go to the
+        run's totals."""
+        for key in RUN_TOTALS:
+            self.run_totals[key] += summed[key]
         self._reduced = dict(self._logged)
         self._unreduced = False
 
