@@ -18,29 +18,12 @@ rate keeps its meaning), while its direction is that of uniform batches in expec
 The token losses kept for the Assistant are the unweighted ones.
 """
 
-import inspect
 import math
 import os
 from collections import OrderedDict, deque
 
 import numpy as np
 import torch
-
-
-def check_criterion(criterion) -> None:
-    """Fail early, naming the fix, if *criterion* cannot give token-level losses."""
-    compute_loss = getattr(criterion, "compute_loss", None)
-    if compute_loss is None or "reduce" not in inspect.signature(compute_loss).parameters:
-        raise ValueError(
-            f"--task autoassist_translation needs token-level losses, but criterion "
-            f"{type(criterion).__name__} has no compute_loss(model, net_output, sample, reduce); "
-            "use --criterion cross_entropy or --criterion label_smoothed_cross_entropy")
-    if getattr(criterion, "rdrop_alpha", 0) > 0:
-        # R-Drop doubles the batch and adds its KL term to every token's loss
-        raise ValueError(
-            f"--task autoassist_translation needs one loss per target token of the batch, but "
-            f"--rdrop-alpha {criterion.rdrop_alpha} runs every sentence twice and adds a KL "
-            "term to each token; use --rdrop-alpha 0, or --task translation for R-Drop")
 
 
 def label_smoothing_floor(epsilon: float, vocab_size: int) -> float:
@@ -71,7 +54,7 @@ class capture_token_losses:
     ``self.token_losses`` (a detached tensor, ``bsz * tgt_len`` values, 0 at padding)."""
 
     def __init__(self, criterion, weights=None):
-        check_criterion(criterion)
+        # one loss per target token: tasks.config.check_criterion refused other criteria
         self.criterion = criterion
         self.weights = weights  # per-sentence importance weights (bsz,), or None
         self.token_losses = None
@@ -141,9 +124,8 @@ class BossLosses:
 
     def __init__(self, recent: int = 64):
         self._held = deque()  # (ids, cpu losses, cuda event or None, seq), oldest first
-        # the batches seen lately, by their run-wide number, with the statistics their step
-        # returned (fairseq's --amp retry; on a GPU it prepares the sample again, so the
-        # retried batch is known by its number, not by its dict)
+        # the numbers of the batches held lately (fairseq's --amp retry; on a GPU it prepares
+        # the sample again, so the retried batch is known by its number, not by its dict)
         self._recent = OrderedDict()
         self._size = recent
 
@@ -153,7 +135,7 @@ class BossLosses:
         seq = int(meta["seq"])
         if seq in self._recent:
             return True
-        self._recent[seq] = {}
+        self._recent[seq] = None
         while len(self._recent) > self._size:
             self._recent.popitem(last=False)
         event = None
@@ -166,16 +148,6 @@ class BossLosses:
             copy = losses.detach()
         self._held.append((meta["ids"], copy, event, seq))
         return False
-
-    def keep_stats(self, seq: int, stats: dict) -> None:
-        """The statistics the first step of batch *seq* returned: fairseq drops the logging
-        outputs of a step it retries, so the retry reports them (:meth:`first_stats`)."""
-        if seq in self._recent:
-            self._recent[seq] = stats
-
-    def first_stats(self, seq: int) -> dict:
-        """What :meth:`keep_stats` kept for batch *seq* (empty if nothing)."""
-        return self._recent.get(seq, {})
 
     def ready(self, keep_last: bool = True, wait: bool = False):
         """Yield ``(ids, losses, seq)`` of the batches whose copy is done, in training order;
@@ -207,9 +179,8 @@ def train_step_with_losses(step, itr, sample: dict, criterion, update_num: int,
 
     Runs ``step()`` (fairseq's ``train_step``) with the token losses captured, hands the
     batch's per-sentence losses to the Assistant (one step later), and returns the step's
-    result and this step's statistics (:mod:`..metrics`): the iterator's counters since the
-    last step and the batch's tokens; for a batch fairseq's ``--amp`` retries, those of its
-    first step, which fairseq dropped.
+    result and this step's statistics (:mod:`..metrics`, from the iterator's counters): for
+    a batch fairseq's ``--amp`` retries, those of its first step, which fairseq dropped.
 
     Returns:
         tuple: ``(loss, sample_size, logging_output), stats``.
@@ -220,17 +191,12 @@ def train_step_with_losses(step, itr, sample: dict, criterion, update_num: int,
     with capture_token_losses(criterion, sample.get("autoassist_weight")) as captured:
         result = step()
     retry = itr.hold_losses(meta, sentence_losses(captured.token_losses, sample, padding_idx))
-    if retry:  # fairseq's --amp trains the same batch again, and logs only this step
-        return result, dict(itr.losses.first_stats(int(meta["seq"])))
-    stats = itr.pop_log_stats()
-    if trace is not None:
+    if trace is not None and not retry:  # fairseq's --amp trains the same batch again
         trace.write(itr.epoch, update_num, meta["ids"])
-    stats["boss_tokens"] = meta["tokens"]
     src_tokens, target = sample["net_input"]["src_tokens"], sample["target"]
-    stats["boss_padded_tokens"] = target.size(0) * (src_tokens.size(1) + target.size(1))
-    stats = itr.log_step(stats)
-    itr.losses.keep_stats(int(meta["seq"]), stats)
-    return result, stats
+    # with padding: what the Boss's matrix products compute (batch size x longest sides)
+    padded = target.size(0) * (src_tokens.size(1) + target.size(1))
+    return result, itr.log_step(int(meta["seq"]), meta["tokens"], padded)
 
 
 class BatchTrace:

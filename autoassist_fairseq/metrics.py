@@ -1,6 +1,6 @@
 """The ``aa_*`` statistics: what the Assistant reports, what every rank logs, how fairseq
 combines them. The one contract between the Assistant's side (``Assistant.stats``, the
-windows' counts) and the Boss's (the iterator's ``pop_log_stats``, the task's logs).
+windows' counts) and the Boss's (the iterator's ``tasks.counters``, the task's logs).
 
 Every rank logs every key of :data:`LOGGED` as ``"aa_" + key`` at every step, dummy
 batches too: fairseq sums the logs of all ranks in one all-reduce that expects identical
@@ -24,8 +24,8 @@ AVERAGED = {"accuracy": "aa_acc", "chance": "aa_acc_base", "threshold": "aa_T",
 # summed, shown only when not zero
 COUNTED = {"dropped_losses": "aa_dropped", "nonfinite": "aa_nonfinite"}
 LOGGED = SUMMED + tuple(AVERAGED) + tuple(COUNTED) + ("failed", "n")
-# cumulative over the run (all ranks) and across resumes: the train iterator's run_totals,
-# which its checkpoint state holds
+# cumulative over the run (all ranks) and across resumes: the train iterator's run_totals
+# (``tasks.counters``), which its checkpoint state holds
 RUN_TOTALS = ("boss_tokens", "boss_padded_tokens", "considered_tokens", "accepted_tokens")
 
 
@@ -51,17 +51,19 @@ def logging_output(stats: dict, logging_output: dict) -> dict:
     return out
 
 
-def reduce(logging_outputs, totals: Optional[dict], on_failure=None) -> bool:
+def reduce(logging_outputs, totals: Optional[dict], on_failure=None) -> Optional[dict]:
     """Log the ``aa_*`` metrics of one step's *logging_outputs* (all ranks) with fairseq's
-    ``metrics``, and add them to the run's *totals* (the train iterator's ``run_totals``;
-    ``None``: no train iterator, no cumulative counts). *on_failure* is called first when a
-    rank's Assistant failed: the logs are summed over all ranks, so every rank stops at
-    this same update. Returns whether the logs were a training step's (validation's hold
-    no ``aa_*`` key)."""
+    ``metrics``; the run's cumulative counts are read from *totals* when printed (the train
+    iterator's ``run_totals``; ``None``: no train iterator, no cumulative counts).
+    *on_failure* is called first when a rank's Assistant failed: the logs are summed over
+    all ranks, so every rank stops at this same update. Returns the step's counts of
+    :data:`RUN_TOTALS` summed over the ranks, which the caller adds to *totals*
+    (``tasks.counters``); None where the logs were not a training step's (validation's
+    hold no ``aa_*`` key)."""
     from fairseq import metrics
 
     if not any("aa_boss_tokens" in log for log in logging_outputs):
-        return False
+        return None
 
     def total(key):
         return float(sum(log.get(key, 0) for log in logging_outputs))
@@ -84,10 +86,9 @@ def reduce(logging_outputs, totals: Optional[dict], on_failure=None) -> bool:
         value = total("aa_" + key)
         if value:
             metrics.log_scalar_sum(name, value)
+    summed = {key: total("aa_" + key) for key in RUN_TOTALS}
     if totals is None:
-        return True
-    for key in totals:
-        totals[key] += total("aa_" + key)
+        return summed
     # cumulative over the run (and across resumes): read at print time. fairseq keeps the
     # first function logged under a name, so *totals* is one dict for the whole run
     metrics.log_derived("aa_boss_tok", lambda meters: int(totals["boss_tokens"]))
@@ -95,7 +96,7 @@ def reduce(logging_outputs, totals: Optional[dict], on_failure=None) -> bool:
     metrics.log_derived("aa_boss_padded_tok", lambda meters: int(totals["boss_padded_tokens"]))
     metrics.log_derived("aa_skip_tok", lambda meters: int(
         totals["considered_tokens"] - totals["accepted_tokens"]))
-    return True
+    return summed
 
 
 def _ratio(num, den, meters):

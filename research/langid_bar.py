@@ -48,7 +48,7 @@ def union_table(prefix: str, bars=BARS) -> dict:
     the langid check among them), at each candidate bar of the langid check: the share of
     the pairs it flags."""
     store = FeatureStore.open(prefix)
-    checks, settings = store.pair_checks(), store.pair_check_settings()
+    checks, settings = store.pair_check_columns(), store.pair_check_settings()
     if checks is None or "langid" not in settings.checks:
         raise SystemExit(f"{prefix}: features without the langid check; build them with "
                          "autoassist-features at its default --pair-checks")

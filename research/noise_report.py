@@ -96,7 +96,7 @@ def pair_check_flags(pairs):
 
     features = pairs.task.features
     try:
-        checks = features.pair_checks()
+        checks = features.pair_check_columns()
     except ValueError as err:  # e.g. two columns, from an older autoassist-features
         logger.warning(f"pair checks not reported: {err}")
         return None

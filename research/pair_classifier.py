@@ -46,7 +46,7 @@ and sets the bar on clean corpora. Each score of a pair becomes the share of the
 own synthetic negatives (the default kinds) that score at most as noise-like: the union's
 margin against the margins of all negatives (the default checks' columns of a negative are
 rebuilt from the same naive Bayes, LSI, digits and script scores; on the corpus's own pairs
-the rebuilt flags agree with ``pair_checks``' to the pair), the HGB P(noise) against the
+the rebuilt flags agree with ``pair_check_columns``' to the pair), the HGB P(noise) against the
 negatives the scoring model did not train on (cross-fitted as above). Combinations: their
 ``mean``; ``fisher`` (-log(1 - share) summed: high when either score is beyond most
 negatives); ``log`` and ``probit`` (the low end stretched); ``isotonic`` (each score's
@@ -78,7 +78,7 @@ from sklearn.preprocessing import StandardScaler, normalize
 
 from autoassist_fairseq.features import lexical
 from autoassist_fairseq.features.pair_checks import (check_scores, digit_scores, flagged,
-                                                     pair_checks)
+                                                     pair_check_columns)
 from autoassist_fairseq.features.scripts import script_scores
 from autoassist_fairseq.features.tfidf import count_matrix
 from autoassist_fairseq.tools import labelled_pairs, mix_preparation
@@ -297,7 +297,7 @@ def measure(args) -> dict:
     def full(score):
         return on_every_pair(score, kept, len(labels))
 
-    checks = pair_checks(src, tgt, symbols=symbols)
+    checks = pair_check_columns(src, tgt, symbols=symbols)
     margin = check_scores(checks)[1]
     union = flagged(checks)
     union_full = full(np.where(union, 1.0, 0.0)) > 0.5
@@ -439,7 +439,7 @@ def calibrated_scores(s, t, seed, workdir, lexical_too=True):
     and the combinations ``mean`` (their mean) and ``fisher`` (-log(1-u) summed)."""
     kept, src, tgt, symbols, pieces, vocab, counts_of = prepared(s, t, workdir)
     n = src.shape[0]
-    checks = pair_checks(src, tgt, symbols=symbols)
+    checks = pair_check_columns(src, tgt, symbols=symbols)
     margin = check_scores(checks)[1]
     union = flagged(checks)
     make = PairFeatures(src, tgt, symbols)

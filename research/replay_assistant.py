@@ -33,6 +33,7 @@ import numpy as np
 from autoassist_fairseq.assistant import Assistant, AssistantHParams
 from autoassist_fairseq.diagnose import skip_figures
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix
+from autoassist_fairseq.tasks.config import check_hparams
 from research.bench import doc_parser
 
 
@@ -55,7 +56,7 @@ def parse_setting(text):
                              f"{', '.join(known)}")
         values[name] = type(getattr(AssistantHParams(), name))(value)
     try:
-        return AssistantHParams(**values).check()
+        return check_hparams(AssistantHParams(**values))
     except ValueError as err:
         raise SystemExit(f"error: --set {text!r}: {err}")
 

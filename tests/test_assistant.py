@@ -136,23 +136,6 @@ def test_random_rule_follows_the_pass_and_still_learns(store):
         np.testing.assert_array_equal(a.accept_probability(ids), rate)  # g does not leak
 
 
-@pytest.mark.parametrize("kw,flag", [
-    (dict(lr=float("inf")), r"--assistant-lr=inf is out of range: it must be a finite number"),
-    (dict(rule="oracle"), "--assistant-rule=oracle.*paper, random, learnable"),
-    (dict(rule="random"), "--assistant-rule random needs --assistant-random-rates"),
-    (dict(rule="random", random_rates="1.0,1.2"), "--assistant-random-rates.*out of range"),
-    (dict(random_rates="0.5,x"), "--assistant-random-rates.*not a list of numbers"),
-    (dict(noise_quantile=0.4), r"--assistant-noise-quantile=0.4.*\(0.5, 1\)"),
-    (dict(noise_quantile=1.0), "--assistant-noise-quantile=1.0"),
-    (dict(noise_min_decline=-0.1), r"--assistant-noise-min-decline=-0.1.*\[0, 1\)"),
-    (dict(noise_patience=1), r"--assistant-noise-patience=1.*\[2, 255\]"),
-    (dict(noise_patience=300), "--assistant-noise-patience=300"),
-])
-def test_new_hparams_are_checked(kw, flag):
-    with pytest.raises(ValueError, match=flag):
-        AssistantHParams(**kw).check()
-
-
 @pytest.mark.parametrize("rule", ["paper", "random", "learnable", "noise"])
 def test_state_round_trip(store, rule):
     a = _trained(store, rule, random_rates="0.7")

@@ -6,7 +6,8 @@ import logging
 
 import pytest
 
-from autoassist_fairseq.tasks.config import check_config
+from autoassist_fairseq.assistant import AssistantHParams
+from autoassist_fairseq.tasks.config import check_config, check_criterion, check_hparams
 from task_helpers import task_config
 
 
@@ -46,7 +47,7 @@ def test_bad_flags_are_refused_naming_the_flag(parsed, values, message):
 ])
 def test_pair_checks_flag_spellings(flags, mode, warning, caplog):
     with caplog.at_level(logging.WARNING):
-        assert check_config(task_config(*flags)).pair_checks == mode
+        assert check_config(task_config(*flags)).pair_check_mode == mode
     assert not [r for r in caplog.records if "pair-checks" in r.getMessage()]
 
 
@@ -198,3 +199,47 @@ def test_docs_options_lists_the_rex_schedulers_flags_with_their_defaults():
     assert str(fields["--max-update"]) == "${optimization.max_update}"
     assert rows["--max-update"] == "(required)"
     assert str(fields["--lr"]) == "${optimization.lr}" and rows["--lr"] == "fairseq's"
+
+
+@pytest.mark.parametrize("kw,flag", [
+    (dict(lr=float("inf")), r"--assistant-lr=inf is out of range: it must be a finite number"),
+    (dict(rule="oracle"), "--assistant-rule=oracle.*paper, random, learnable"),
+    (dict(rule="random"), "--assistant-rule random needs --assistant-random-rates"),
+    (dict(rule="random", random_rates="1.0,1.2"), "--assistant-random-rates.*out of range"),
+    (dict(random_rates="0.5,x"), "--assistant-random-rates.*not a list of numbers"),
+    (dict(noise_quantile=0.4), r"--assistant-noise-quantile=0.4.*\(0.5, 1\)"),
+    (dict(noise_quantile=1.0), "--assistant-noise-quantile=1.0"),
+    (dict(noise_min_decline=-0.1), r"--assistant-noise-min-decline=-0.1.*\[0, 1\)"),
+    (dict(noise_patience=1), r"--assistant-noise-patience=1.*\[2, 255\]"),
+    (dict(noise_patience=300), "--assistant-noise-patience=300"),
+    (dict(lambda_max=1.0), "--assistant-lambda-max=1.0"),
+    (dict(lr=0.0), "--assistant-lr=0.0"),
+    (dict(threshold_decay=1.5), "--assistant-threshold-decay=1.5"),
+    (dict(warmup=-1), "--assistant-warmup=-1"),
+])
+def test_out_of_range_hparams_name_the_flag(kw, flag):
+    check_hparams(AssistantHParams())  # the defaults pass
+    with pytest.raises(ValueError, match=flag):
+        check_hparams(AssistantHParams(**kw))
+
+
+@pytest.mark.parametrize("text,problem", [
+    (" ", "empty"), ("1.0,,0.5", "empty"), ("1.0,abc", "not a list of numbers"),
+    ("1.0,0", "out of range"), ("1.5", "out of range"), ("nan", "out of range"),
+])
+def test_bad_random_rates_name_the_flag(text, problem):
+    with pytest.raises(ValueError, match=f"--assistant-random-rates.*{problem}"):
+        check_hparams(AssistantHParams(rule="random", random_rates=text))
+
+
+def test_criteria_without_one_loss_per_target_token_are_refused():
+    from types import SimpleNamespace
+
+    def compute_loss(model, net_output, sample, reduce=True):
+        return net_output
+
+    check_criterion(SimpleNamespace(compute_loss=compute_loss, rdrop_alpha=0.0))
+    with pytest.raises(ValueError, match="--rdrop-alpha 0.5 runs every sentence twice"):
+        check_criterion(SimpleNamespace(compute_loss=compute_loss, rdrop_alpha=0.5))
+    with pytest.raises(ValueError, match="criterion SimpleNamespace has no compute_loss"):
+        check_criterion(SimpleNamespace())

@@ -190,7 +190,7 @@ def test_config_does_not_pin_the_language_pair(path):
 
 
 def test_check_language_pair_names_the_pairs_and_the_fix(data_dir, tmp_path):
-    from autoassist_fairseq.tasks.language_pair import check_language_pair, language_pairs
+    from autoassist_fairseq.tasks.data_checks import check_language_pair, language_pairs
 
     assert language_pairs(data_dir) == [("src", "tgt")]
     # the pair of the data, or none given (fairseq infers it): nothing to report
@@ -221,7 +221,7 @@ def test_check_language_pair_names_the_pairs_and_the_fix(data_dir, tmp_path):
 
 
 def test_check_language_pair_lists_every_pair(tmp_path):
-    from autoassist_fairseq.tasks.language_pair import check_language_pair
+    from autoassist_fairseq.tasks.data_checks import check_language_pair
 
     for name in ("train.en-ja.en.idx", "train.en-ja.ja.idx", "valid.de-en.de.idx",
                  "train.en-ja.autoassist.json", "train.kept-lines", "dict.en.txt"):

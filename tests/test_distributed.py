@@ -386,7 +386,7 @@ def test_rank_states_are_gathered_over_fairseqs_data_parallel_group(monkeypatch)
     import torch.distributed as dist
     from fairseq.distributed import utils as distributed_utils
 
-    from autoassist_fairseq.tasks import autoassist_translation
+    from autoassist_fairseq.tasks import rank_states
 
     group, calls = object(), []
     monkeypatch.setattr(distributed_utils, "get_data_parallel_group", lambda: group)
@@ -397,5 +397,5 @@ def test_rank_states_are_gathered_over_fairseqs_data_parallel_group(monkeypatch)
         out[:] = [obj] * len(out)
 
     monkeypatch.setattr(dist, "all_gather_object", all_gather_object)
-    assert autoassist_translation._all_gather({"rank": 0}) == [{"rank": 0}] * 3
+    assert rank_states.all_gather_data_parallel({"rank": 0}) == [{"rank": 0}] * 3
     assert calls == [group]

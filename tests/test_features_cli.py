@@ -88,7 +88,7 @@ def test_lazy_and_cached_data_give_the_features_of_mmap(tiny_data, tmp_path, imp
     assert a.num_rows == b.num_rows == 600
     for name in ("indptr", "indices", "data"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
-    np.testing.assert_array_equal(a.pair_checks(), b.pair_checks())
+    np.testing.assert_array_equal(a.pair_check_columns(), b.pair_check_columns())
     # autoassist-filter reads the sides pair by pair: the same ids as mmap's
     out = tmp_path / "filtered"
     assert filter_main([str(data), "--out", str(out), "--no-features"]) == 0

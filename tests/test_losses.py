@@ -67,14 +67,18 @@ class _Criterion:
 
 
 class _Iterator:
-    """The iterator's side of a training step: counters popped once per step."""
+    """The iterator's side of a training step: the real counters, whose sources are read
+    (``pops``) once per step; every read finds 100 more tokens considered."""
 
     epoch = 1
 
     def __init__(self):
         from types import SimpleNamespace
 
+        from autoassist_fairseq.tasks.counters import Counters
+
         self.losses = BossLosses()
+        self.counters = Counters()
         self.client = SimpleNamespace(check=lambda: None)
         self.pops = 0
 
@@ -84,12 +88,12 @@ class _Iterator:
     def hold_losses(self, meta, losses):
         return self.losses.hold(meta, losses)
 
-    def pop_log_stats(self):
+    def _read(self):
         self.pops += 1
-        return {"considered_tokens": 100.0}
+        return {"considered_tokens": 100.0 * self.pops}, {}
 
-    def log_step(self, stats):
-        return stats
+    def log_step(self, seq, tokens, padded_tokens):
+        return self.counters.step(seq, tokens, padded_tokens, self._read)
 
 
 def test_an_amp_retry_on_a_prepared_copy_is_one_batch_with_its_first_steps_counts():
@@ -114,17 +118,13 @@ def test_an_amp_retry_on_a_prepared_copy_is_one_batch_with_its_first_steps_count
     assert retry == first and first["boss_tokens"] == 9 and first["considered_tokens"] == 100
     assert itr.pops == 1
     _, second = step(sample(1))
-    assert second["boss_tokens"] == 9 and itr.pops == 2
+    assert second["boss_tokens"] == 9 and second["considered_tokens"] == 100 and itr.pops == 2
     assert [seq for _, _, seq in itr.losses.ready(keep_last=False)] == [0, 1]
 
 
-def test_criteria_without_one_loss_per_target_token_are_refused():
-    from types import SimpleNamespace
+def test_token_losses_that_are_not_one_per_target_token_are_refused():
+    from autoassist_fairseq.losses import sentence_losses
 
-    from autoassist_fairseq.losses import check_criterion, sentence_losses
-
-    with pytest.raises(ValueError, match="--rdrop-alpha 0.5 runs every sentence twice"):
-        check_criterion(SimpleNamespace(compute_loss=_Criterion().compute_loss, rdrop_alpha=0.5))
     doubled = torch.ones(2 * 2 * 3)  # R-Drop: the batch twice
     with pytest.raises(ValueError, match="gave 12 token losses for a batch of 2 x 3"):
         sentence_losses(doubled, {"target": torch.tensor([[5, 6, 7], [5, 6, 1]])}, padding_idx=1)

@@ -9,7 +9,8 @@ from autoassist_fairseq.assistant import Assistant, AssistantHParams
 from autoassist_fairseq.features.pair_checks import (COLUMNS, FLAG_PROBABILITY,
                                                      PairCheckSettings, check_languages_differ,
                                                      check_scores, digit_scores, flag_counts,
-                                                     flagged, pair_checks, settings_from_args)
+                                                     flagged, pair_check_columns,
+                                                     settings_from_args)
 from autoassist_fairseq.features.language_check import (language_scores,
                                                         other_language_probability)
 from autoassist_fairseq.features.lexical import LEXICAL_BAR, lexical_scores
@@ -109,7 +110,7 @@ def test_lsi_components_are_truncated_svds_to_the_bit(shape):
 
 def test_all_checks_together():
     src, tgt, kind = _corpus()
-    checks = pair_checks(src, tgt)
+    checks = pair_check_columns(src, tgt)
     assert checks.shape == (len(kind), len(COLUMNS)) and checks.dtype == np.float32
     assert np.isnan(checks[:, 4:7]).all()  # no subword text: the digits check cannot run
     settings = PairCheckSettings(unrelated_p_value=0.1)
@@ -121,8 +122,8 @@ def test_all_checks_together():
     np.testing.assert_array_equal(check_scores(checks, settings)[1] > 0, flags)
     # a check left out neither runs nor flags
     only = PairCheckSettings(checks=("unrelated",), unrelated_p_value=0.1)
-    assert np.isnan(pair_checks(src, tgt, settings=only)[:, [0, 1, 3]]).all()
-    assert not flagged(pair_checks(src, tgt, settings=only), only)[kind == COPY].any()
+    assert np.isnan(pair_check_columns(src, tgt, settings=only)[:, [0, 1, 3]]).all()
+    assert not flagged(pair_check_columns(src, tgt, settings=only), only)[kind == COPY].any()
     # the lexical check is opt-in: its columns stay empty unless --pair-checks names it
     assert np.isnan(checks[:, COLUMNS.index("source_translation_score")]).all()
     counts = flag_counts(checks, settings)
@@ -158,7 +159,7 @@ def test_language_evidence_flags_a_side_in_a_third_language():
     # this third language sits just above the default bar 0; the bar is a setting)
     for bar, third_share in ((0.0, 0.0), (0.5, 0.95)):
         settings = PairCheckSettings(checks=("language",), language_evidence=bar)
-        flags = flagged(pair_checks(src, tgt, settings=settings), settings)
+        flags = flagged(pair_check_columns(src, tgt, settings=settings), settings)
         assert flags[third].mean() >= third_share and flags[clean].mean() < 0.01
         assert flags[kind == COPY].all()
 
@@ -265,10 +266,10 @@ def test_lexical_settings_are_options_recorded_in_the_header(tmp_path):
     settings = settings_from_args(args)
     assert settings.lexical_bar == -1.0 and settings.checks == ("language", "lexical")
     src, tgt, kind = _corpus(n=600)
-    checks = pair_checks(src, tgt, settings=settings)
+    checks = pair_check_columns(src, tgt, settings=settings)
     assert np.isnan(checks[:, 2]).all() and not np.isnan(checks[:, 7:9]).all()
     prefix = str(tmp_path / "f")
-    FeatureStore.save(prefix, tfidf_features(src, tgt), {}, pair_checks=checks,
+    FeatureStore.save(prefix, tfidf_features(src, tgt), {}, pair_check_columns=checks,
                       pair_check_settings=settings)
     store = FeatureStore.open(prefix)
     header = store.meta["pair_checks"]
@@ -279,7 +280,7 @@ def test_lexical_settings_are_options_recorded_in_the_header(tmp_path):
     assert header["lexical"] == int(_lexical_flags(checks[:, 7:9], settings).sum()) > 0
     # a file of the previous autoassist-features (7 columns): read without the lexical check
     np.save(prefix + ".pair-checks.npy", checks[:, :7].copy())
-    assert np.isnan(store.pair_checks()[:, 7:]).all()
+    assert np.isnan(store.pair_check_columns()[:, 7:]).all()
     np.testing.assert_array_equal(store.suspect_pairs(),
                                   flagged(np.pad(checks[:, :7], ((0, 0), (0, 2)),
                                                  constant_values=np.nan), settings))
@@ -303,16 +304,16 @@ def test_two_dictionaries_run_the_unrelated_check_only(tmp_path):
     language columns stay NaN (never flagged, not refused as one language) and the
     unrelated-sides check, which compares each side in its own columns, still flags."""
     src, tgt, kind = _corpus(n=2000)
-    joined = pair_checks(src, tgt)
-    separate = pair_checks(src, tgt, languages=False)
+    joined = pair_check_columns(src, tgt)
+    separate = pair_check_columns(src, tgt, languages=False)
     assert separate.dtype == np.float32 and np.isnan(separate[:, [0, 1, 3]]).all()
     np.testing.assert_array_equal(separate[:, 2], joined[:, 2])
     check_languages_differ(separate)  # nothing to check: no error
     assert not flagged(separate)[kind == COPY].any()  # copies need the language check
     settings = PairCheckSettings(unrelated_p_value=0.1)
     assert flagged(separate, settings)[kind == MISALIGNED].mean() > 0.6
-    FeatureStore.save(str(tmp_path / "f"), tfidf_features(src, tgt), {}, pair_checks=separate,
-                      pair_check_settings=settings)
+    FeatureStore.save(str(tmp_path / "f"), tfidf_features(src, tgt), {},
+                      pair_check_columns=separate, pair_check_settings=settings)
     store = FeatureStore.open(str(tmp_path / "f"))
     assert store.meta["pair_checks"]["languages"] is False
     assert store.meta["pair_checks"]["wrong_language"] == 0
@@ -326,7 +327,7 @@ def _store(tmp_path, n=2000, checks=True):
     tmp_path.mkdir(parents=True, exist_ok=True)
     prefix = str(tmp_path / "f")
     FeatureStore.save(prefix, tfidf_features(src, tgt), {"fingerprint": "x"},
-                      pair_checks=pair_checks(src, tgt) if checks else None)
+                      pair_check_columns=pair_check_columns(src, tgt) if checks else None)
     return FeatureStore.open(prefix, rebuild_hint="REBUILD-CMD"), kind
 
 
@@ -351,7 +352,7 @@ def test_store_keeps_the_checks_and_names_the_rebuild_when_missing(tmp_path):
         old.suspect_pairs()
     with pytest.raises(ValueError, match="do not fit"):
         FeatureStore.save(str(tmp_path / "c"), tfidf_features(*_corpus(n=20)[:2]), {},
-                          pair_checks=np.zeros((19, len(COLUMNS)), np.float32))
+                          pair_check_columns=np.zeros((19, len(COLUMNS)), np.float32))
 
 
 @pytest.mark.parametrize("rule", ["paper", "learnable", "noise"])

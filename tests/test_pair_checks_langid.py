@@ -11,7 +11,7 @@ from autoassist_fairseq.features.langid_check import (LANGID_BAR, feature_counts
                                                       naive_bayes_scores)
 from autoassist_fairseq.features.words import decode_pieces
 from autoassist_fairseq.features.pair_checks import (COLUMNS, DEFAULT_CHECKS, PairCheckSettings,
-                                                     flag_counts, flagged, pair_checks,
+                                                     flag_counts, flagged, pair_check_columns,
                                                      settings_from_args)
 from autoassist_fairseq.features.store import FeatureStore
 from autoassist_fairseq.features.tfidf import tfidf_features
@@ -48,13 +48,13 @@ def test_a_side_in_a_third_language_is_flagged_its_translation_not():
     score = langid_scores(src, tgt, "en", "de")
     # clean pairs (a hostel's shared name included) below the bar; Spanish, French above
     assert (score[:5] < LANGID_BAR).all() and (score[5:] > LANGID_BAR).all()
-    # the same through pair_checks, with fairseq-style codes; a default check where
+    # the same through pair_check_columns, with fairseq-style codes; a default check where
     # py3langid is installed (as here)
     assert "langid" in DEFAULT_CHECKS
     settings = PairCheckSettings(checks=("langid",))
     zeros = sp.csr_matrix((len(src), 8), dtype=np.float32)
-    checks = pair_checks(zeros, zeros, settings=settings, texts=(src, tgt),
-                         langs=("en_XX", "deu"))
+    checks = pair_check_columns(zeros, zeros, settings=settings, texts=(src, tgt),
+                                langs=("en_XX", "deu"))
     np.testing.assert_allclose(checks[:, COLUMNS.index("other_language_margin")], score)
     np.testing.assert_array_equal(np.where(flagged(checks, settings))[0], [5, 6])
     assert flag_counts(checks, settings)["langid"] == 2
@@ -62,7 +62,7 @@ def test_a_side_in_a_third_language_is_flagged_its_translation_not():
     without = PairCheckSettings(checks=tuple(c for c in DEFAULT_CHECKS if c != "langid"))
     for kwargs in ({}, {"settings": settings, "langs": ("en", "de")},
                    {"settings": without, "texts": (src, tgt), "langs": ("en", "de")}):
-        assert np.isnan(pair_checks(zeros, zeros, **kwargs)[:, -1]).all()
+        assert np.isnan(pair_check_columns(zeros, zeros, **kwargs)[:, -1]).all()
 
 
 @pytest.mark.parametrize("cells", [1 << 22, 64])  # one walk, and many walks of a few texts
@@ -98,7 +98,7 @@ def test_an_unknown_language_is_skipped_with_a_log_line(caplog):
     assert only_target[6] > LANGID_BAR and not only_target[5] > LANGID_BAR
     settings = PairCheckSettings(checks=("langid",))
     zeros = sp.csr_matrix((len(src), 8), dtype=np.float32)
-    checks = pair_checks(zeros, zeros, settings=settings, texts=(src, tgt), langs=("a", "b"))
+    checks = pair_check_columns(zeros, zeros, settings=settings, texts=(src, tgt), langs=("a", "b"))
     assert not flagged(checks, settings).any()
 
 
@@ -120,10 +120,10 @@ def test_langid_settings_are_options_recorded_in_the_header(tmp_path):
     assert settings.langid_bar == 3.0 and settings.checks == ("language", "langid")
     src, tgt = _mix()
     zeros = sp.csr_matrix((len(src), 8), dtype=np.float32)
-    checks = pair_checks(zeros, zeros, settings=PairCheckSettings(checks=("langid",)),
-                         texts=(src, tgt), langs=("en", "de"))
+    checks = pair_check_columns(zeros, zeros, settings=PairCheckSettings(checks=("langid",)),
+                                texts=(src, tgt), langs=("en", "de"))
     prefix, ones = str(tmp_path / "f"), sp.csr_matrix(np.ones((len(src), 8), np.float32))
-    FeatureStore.save(prefix, tfidf_features(ones, ones), {}, pair_checks=checks,
+    FeatureStore.save(prefix, tfidf_features(ones, ones), {}, pair_check_columns=checks,
                       pair_check_settings=settings)
     store = FeatureStore.open(prefix)
     header = store.meta["pair_checks"]
@@ -133,7 +133,7 @@ def test_langid_settings_are_options_recorded_in_the_header(tmp_path):
     np.testing.assert_array_equal(store.suspect_pairs(), flagged(checks, settings))
     # a file of the previous autoassist-features (10 columns): read without the langid check
     np.save(prefix + ".pair-checks.npy", checks[:, :10].copy())
-    assert np.isnan(store.pair_checks()[:, 10]).all() and not store.suspect_pairs().any()
+    assert np.isnan(store.pair_check_columns()[:, 10]).all() and not store.suspect_pairs().any()
 
 
 def test_features_command_decodes_the_binarised_text(tmp_path):
@@ -161,11 +161,12 @@ def test_union_at_each_langid_bar_from_a_prepared_corpus(tmp_path):
     ones = sp.csr_matrix(np.ones((len(src), 8), np.float32))
     for checks_run in (("langid",), ("language",)):
         settings = PairCheckSettings(checks=checks_run)
-        checks = pair_checks(ones, ones, settings=settings, texts=(src, tgt), langs=("en", "de"))
+        checks = pair_check_columns(ones, ones, settings=settings, texts=(src, tgt),
+                                    langs=("en", "de"))
         prefix = str(tmp_path / checks_run[0])
-        FeatureStore.save(prefix, tfidf_features(ones, ones), {}, pair_checks=checks,
+        FeatureStore.save(prefix, tfidf_features(ones, ones), {}, pair_check_columns=checks,
                           pair_check_settings=settings)
-    margins = FeatureStore.open(str(tmp_path / "langid")).pair_checks()[:, 10]
+    margins = FeatureStore.open(str(tmp_path / "langid")).pair_check_columns()[:, 10]
     bars = (float(np.sort(margins)[-2]) - 0.5, float(margins.max()) - 0.5, 1e6)
     table = union_table(str(tmp_path / "langid"), bars)
     assert table["union_flagged_pairs"] == {str(bars[0]): 2, str(bars[1]): 1, str(bars[2]): 0}

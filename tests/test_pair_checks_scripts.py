@@ -5,7 +5,8 @@ import numpy as np
 
 from autoassist_fairseq.features.pair_checks import (COLUMNS, DEFAULT_CHECKS, PairCheckSettings,
                                                      add_settings_arguments, flag_counts,
-                                                     flagged, pair_checks, settings_from_args)
+                                                     flagged, pair_check_columns,
+                                                     settings_from_args)
 from autoassist_fairseq.features.tfidf import count_matrix
 
 W = "\u2581"
@@ -45,18 +46,19 @@ def test_script_check_flags_a_side_in_another_alphabet_only():
     rng = np.random.default_rng(0)
     for tgt_words in (DE, JA):  # en-de, and en-ja: Latin names on the Japanese side are its own
         src, tgt, symbols = _corpus(rng, tgt_words)
-        checks = pair_checks(src, tgt, symbols=symbols)
+        checks = pair_check_columns(src, tgt, symbols=symbols)
         assert checks.shape[1] == len(COLUMNS) and "script" in DEFAULT_CHECKS
         share = checks[:, COLUMNS.index("foreign_script_share")]
         np.testing.assert_array_equal(share[-5:-3], [1.0, 1.0])  # the Russian and Hindi sides
         only = PairCheckSettings(checks=("script",))
-        flags = flagged(pair_checks(src, tgt, symbols=symbols, settings=only), only)
+        flags = flagged(pair_check_columns(src, tgt, symbols=symbols, settings=only), only)
         # the third alphabets flag; clean pairs, a copied Russian name, a stray Greek letter
         # and the English copy (the language check's case) do not
         np.testing.assert_array_equal(np.where(flags)[0], [len(flags) - 5, len(flags) - 4])
         assert flag_counts(checks)["script"] == 2
         # no subword text: the check cannot run, and flags nothing
-        assert np.isnan(pair_checks(src, tgt)[:, COLUMNS.index("foreign_script_share")]).all()
+        script_column = COLUMNS.index("foreign_script_share")
+        assert np.isnan(pair_check_columns(src, tgt)[:, script_column]).all()
 
 
 def test_script_settings_are_options():
@@ -69,21 +71,22 @@ def test_script_settings_are_options():
     rng = np.random.default_rng(1)
     src, tgt, symbols = _corpus(rng, DE, n=20)  # in 20 pairs the Russian lines are over 1% of the letters
     default = PairCheckSettings(checks=("script",))
-    assert not flagged(pair_checks(src, tgt, symbols=symbols, settings=default), default).any()
+    checks = pair_check_columns(src, tgt, symbols=symbols, settings=default)
+    assert not flagged(checks, default).any()
     wide = PairCheckSettings(checks=("script",), rare_script=0.5)
-    assert flagged(pair_checks(src, tgt, symbols=symbols, settings=wide), wide)[-5]
+    assert flagged(pair_check_columns(src, tgt, symbols=symbols, settings=wide), wide)[-5]
 
 
 def test_a_file_of_the_previous_autoassist_features_reads_without_the_script_check(tmp_path):
     from autoassist_fairseq.features.store import FeatureStore
     from autoassist_fairseq.features.tfidf import tfidf_features
     src, tgt, symbols = _corpus(np.random.default_rng(2), DE)
-    checks = pair_checks(src, tgt, symbols=symbols)
+    checks = pair_check_columns(src, tgt, symbols=symbols)
     prefix = str(tmp_path / "f")
-    FeatureStore.save(prefix, tfidf_features(src, tgt), {}, pair_checks=checks)
+    FeatureStore.save(prefix, tfidf_features(src, tgt), {}, pair_check_columns=checks)
     store = FeatureStore.open(prefix)
     assert store.meta["pair_checks"]["script"] == 2
     np.save(prefix + ".pair-checks.npy", checks[:, :9].copy())  # nine columns: no script
-    assert np.isnan(store.pair_checks()[:, 9]).all()
+    assert np.isnan(store.pair_check_columns()[:, 9]).all()
     np.testing.assert_array_equal(store.suspect_pairs(), flagged(checks[:, :9]))
     assert not store.suspect_pairs()[-5:-3].any()  # the Russian and Hindi sides pass then

@@ -60,6 +60,9 @@ class GatedAssistant:
     def __init__(self, gate=None):
         self.gate = gate
 
+    def begin_pass(self, data_pass):
+        pass
+
     def learn(self, ids, losses):
         if self.gate is not None and not self.gate.wait(HANG_GUARD):
             raise TimeoutError("the test never let the Assistant learn")
@@ -526,6 +529,9 @@ class OddSkippingAssistant:
     """Stands in for the Assistant: accepts odd ids with probability 0.2, the others always."""
 
     stats = {"threshold": 1.0, "lambda": 0.5, "accuracy": 0.5, "chance": 0.5, "loss_batches": 0}
+
+    def begin_pass(self, data_pass):
+        pass
 
     def learn(self, ids, losses):
         pass

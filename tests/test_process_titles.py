@@ -17,6 +17,9 @@ N = 400
 class AcceptAll:
     stats = {"threshold": 0.0, "lambda": 0.0, "accuracy": 0.0, "loss_batches": 0}
 
+    def begin_pass(self, data_pass):
+        pass
+
     def accept_probability(self, ids):
         return np.ones(len(ids))
 

@@ -145,7 +145,7 @@ def _train(itr, epoch, batches, nan_batches=0):
         losses = np.ones(len(meta["ids"]))
         losses[:3] = np.nan if k < nan_batches else 1.0
         itr.client.send_losses(meta["ids"], losses, meta["seq"])
-        logged += itr.pop_log_stats()["nonfinite"]
+        logged += itr.log_step(meta["seq"], 0, 0)["nonfinite"]
     return logged
 
 
@@ -295,8 +295,8 @@ def test_the_counts_of_an_update_fairseq_never_reduced_are_not_lost():
             tokens += sample["autoassist"]["tokens"]
             if step in (4, 11, 12):  # an overflow: no reduce, and the update is not counted
                 continue
-            aa_metrics.reduce([aa_metrics.logging_output(stats, {})], itr.run_totals)
-            itr.end_update()
+            itr.end_update(aa_metrics.reduce([aa_metrics.logging_output(stats, {})],
+                                             itr.run_totals))
             update += 1
     credited = itr.stream.credited_at(itr.iterations_in_epoch)
     assert itr.run_totals["boss_tokens"] == tokens

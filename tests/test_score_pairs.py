@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from autoassist_fairseq.tools.mix_preparation import joined_counts
-from autoassist_fairseq.features.pair_checks import PairCheckSettings, flagged, pair_checks
+from autoassist_fairseq.features.pair_checks import PairCheckSettings, flagged, \
+    pair_check_columns
 from autoassist_fairseq.prepare import spm_train_encode as spm
 from autoassist_fairseq.tools import score_pairs
 
@@ -79,11 +80,12 @@ def _prepared(path, pairs):
 
 
 def _fairseq_path_flags(pieces):
-    """The flags autoassist-features gives: joined counts of the pieces, pair_checks, flagged."""
+    """The flags autoassist-features gives: joined counts of the pieces, pair_check_columns,
+    flagged."""
     counts, symbols, sides = joined_counts(*pieces)
     settings = PairCheckSettings(checks=CHECKS)
-    checks = pair_checks(*counts, symbols=symbols, settings=settings, texts=sides,
-                         langs=("en", "de"))
+    checks = pair_check_columns(*counts, symbols=symbols, settings=settings, texts=sides,
+                                langs=("en", "de"))
     return flagged(checks, settings)
 
 

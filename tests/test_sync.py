@@ -140,6 +140,23 @@ def test_a_loader_thread_in_the_fallback_switch_gets_a_whole_source(monkeypatch)
     assert len(client.next_window().batches) > 0
 
 
+def test_the_loss_messages_a_failed_source_dropped_stay_counted_after_the_fallback():
+    """The client's count of dropped loss messages is cumulative over the run: the uniform
+    source that replaces a failed one adds to it, so the log's deltas never go back."""
+    rng = np.random.default_rng(2)
+    sizes = rng.integers(3, 30, 500), rng.integers(3, 30, 500)
+    gen = BatchGenerator(np.arange(500), *sizes, max_tokens=600, window_size=300, seed=3)
+
+    class Dropping(LocalSource):
+        dropped_losses = 5
+
+    client = AssistantClient(lambda: Dropping(gen), gen, BatchStream(gen), fallback="uniform")
+    client.start(first_pass=1)
+    assert client.dropped_losses == 5
+    client._on_failure(AssistantDied("gone"))
+    assert client.fell_back and client.dropped_losses == 5
+
+
 class _OddHalfAssistant(FixedAssistant):
     """Accepts even ids always and odd ones with probability 0.3, whatever it learns."""
 
@@ -206,6 +223,7 @@ def test_a_failure_while_the_saved_assistant_loads_falls_back_on_a_fresh_stream(
 
     class DiesWhileLoading:
         learns = True
+        dropped_losses = 0
 
         def load(self, state):
             raise AssistantDied("the Assistant process died: killed by SIGKILL")

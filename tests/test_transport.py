@@ -24,6 +24,9 @@ class RecordingAssistant:
     def __init__(self):
         self.learned = []
 
+    def begin_pass(self, data_pass):
+        pass
+
     def learn(self, ids, losses):
         self.learned += np.asarray(ids).tolist()
 

@@ -151,6 +151,9 @@ class FixedAssistant:
     def accept_probability(self, ids):
         raise NotImplementedError
 
+    def begin_pass(self, data_pass):
+        pass
+
     def learn(self, ids, losses):
         pass
 

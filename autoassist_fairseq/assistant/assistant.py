@@ -1,6 +1,6 @@
 """The Assistant: features + logistic model + schedule, learning from Boss losses."""
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -8,7 +8,7 @@ import numpy as np
 from ..features.store import FeatureStore
 from ..metrics import assistant_stats
 from .model import LogisticAssistant
-from .rules import MAX_PATIENCE, RULES, PairHistory, parse_random_rates, pass_rate
+from .rules import RULES, PairHistory, parse_random_rates, pass_rate
 from .visits import PairVisits
 from .acceptance import accept_probability
 from .schedule import AssistantSchedule
@@ -16,7 +16,8 @@ from .schedule import AssistantSchedule
 
 @dataclass
 class AssistantHParams:
-    """Hyperparameters of the Assistant; the task's ``--assistant-*`` flags fill them.
+    """Hyperparameters of the Assistant; the task's ``--assistant-*`` flags fill them, and
+    :func:`~..tasks.config.check_hparams` checks their values.
 
     Defaults were chosen with ``research/bench`` (see docs/results/multi30k.md, "Changes tried, one at a time"):
     lr 4 learned more per Boss token than lr 1 in both measured seeds.
@@ -48,39 +49,6 @@ class AssistantHParams:
         # fairseq's ChoiceEnum values are enums whose str() is the choice
         self.rule, self.random_rates = str(self.rule), str(self.random_rates or "")
 
-    def check(self) -> "AssistantHParams":
-        """Raise ValueError naming the flag and its valid range for any bad value."""
-        rules = {
-            "lr": (0 < self.lr < float("inf"), "a finite number > 0"),
-            "weight_decay": (0 <= self.weight_decay < 1, "in [0, 1)"),
-            "threshold_decay": (0 <= self.threshold_decay < 1, "in [0, 1)"),
-            "accuracy_decay": (0 <= self.accuracy_decay < 1, "in [0, 1)"),
-            "lambda_max": (0 <= self.lambda_max < 1, "in [0, 1) (1 would let the Assistant "
-                           "exclude pairs for good)"),
-            "warmup": (self.warmup >= 0, ">= 0"),
-            "rule": (self.rule in RULES, "one of " + ", ".join(RULES)),
-            "noise_quantile": (0.5 < self.noise_quantile < 1, "in (0.5, 1)"),
-            "noise_min_decline": (0 <= self.noise_min_decline < 1, "in [0, 1)"),
-            "noise_patience": (2 <= self.noise_patience <= MAX_PATIENCE,
-                               f"an integer in [2, {MAX_PATIENCE}] (one visit cannot show "
-                               "that a loss does not decline)"),
-        }
-        for name, (ok, allowed) in rules.items():
-            if not ok:
-                flag = "--assistant-" + name.replace("_", "-")
-                raise ValueError(f"{flag}={getattr(self, name)} is out of range: it must be "
-                                 f"{allowed}")
-        if self.random_rates:
-            parse_random_rates(self.random_rates)
-        elif self.rule == "random":
-            raise ValueError("--assistant-rule random needs --assistant-random-rates, the "
-                             "per-pass acceptance rates in (0, 1], e.g. 1.0,0.8,0.74")
-        return self
-
-    @classmethod
-    def from_config(cls, cfg) -> "AssistantHParams":
-        return cls(**{f.name: getattr(cfg, "assistant_" + f.name) for f in fields(cls)}).check()
-
 
 class Assistant:
     """Learns P(loss_i > T_k) online from the Boss's per-sentence losses, and decides from
@@ -100,7 +68,10 @@ class Assistant:
     def __init__(self, store: FeatureStore, hparams: AssistantHParams,
                  suspect: Optional[np.ndarray] = None):
         self.store = store
-        self.hparams = hparams.check()
+        # the values are checked by tasks.config.check_hparams, which names the flags
+        assert hparams.rule in RULES and 0 <= hparams.lambda_max < 1, hparams
+        assert hparams.rule != "random" or hparams.random_rates, "the random rule's rates"
+        self.hparams = hparams
         self.model = LogisticAssistant(store.dim, hparams.lr, hparams.weight_decay)
         self.schedule = AssistantSchedule(hparams.threshold_decay, hparams.accuracy_decay,
                                           hparams.lambda_max, hparams.warmup)

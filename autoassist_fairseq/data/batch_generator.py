@@ -51,8 +51,7 @@ class BatchGenerator(FairseqBatcher):
                  shard_id=0):
         super().__init__(src_sizes, tgt_sizes, max_tokens, max_sentences,
                          required_batch_size_multiple)
-        if not 0 <= shard_id < num_shards:
-            raise ValueError(f"shard_id {shard_id} is not in [0, {num_shards})")
+        assert 0 <= shard_id < num_shards, (shard_id, num_shards)
         assert window_size >= 1, "checked by the task's config (--assistant-window)"
         # pairs in fairseq's order, dealt round-robin: shards are disjoint and get the same
         # length distribution
@@ -148,8 +147,7 @@ class BatchGenerator(FairseqBatcher):
 
     def begin_pass(self, data_pass: int) -> None:
         """Start *data_pass* (1-based) from its first window."""
-        if data_pass < 1:
-            raise ValueError(f"passes are numbered from 1, got {data_pass}")
+        assert data_pass >= 1, f"passes are numbered from 1, got {data_pass}"
         self.data_pass = data_pass
         self._order_cache = self._order(data_pass)
         self.cursor = 0

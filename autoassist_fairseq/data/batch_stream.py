@@ -109,8 +109,8 @@ class BatchStream:
         self.issued: List[Batch] = []  # issued in the current epoch, in order
         self.issued_counts: List[dict] = []  # the counters credited to each issued batch
         self.issued_offset = 0  # consumed count of the epoch at issued[0]
-        # this process's counts credited to the batches issued, which the log's deltas are
-        # taken from (the run's totals are the iterator's)
+        # this process's counts credited to the batches issued, cumulative: the iterator's
+        # counters log their change (``tasks.counters``)
         self.credited = dict.fromkeys(COUNTERS, 0.0)
         self._untold = dict.fromkeys(COUNTERS, 0.0)  # counts of windows taken, not yet issued
         self._untold_batches = 0

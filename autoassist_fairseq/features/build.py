@@ -23,8 +23,8 @@ from tqdm import tqdm
 from .binarised import dataset_prefix, open_side
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
 from .check_settings import check_available
-from .pair_checks import (_COUNT_KEYS, PairCheckSettings, add_settings_arguments, pair_checks,
-                          settings_from_args)
+from .pair_checks import (_COUNT_KEYS, PairCheckSettings, add_settings_arguments,
+                          pair_check_columns, settings_from_args)
 from .store import FeatureStore, feature_prefix
 from .tfidf import count_matrix, tfidf_features
 from .words import Pieces
@@ -164,14 +164,14 @@ def build_features(data_dir: str, src: str, tgt: str, split: str = "train",
     prefixes = [dataset_prefix(data_dir, split, src, tgt, lang) for lang in (src, tgt)]
     sides = [read_pieces(prefix, side_symbols) for prefix, side_symbols in zip(prefixes, symbols)] \
         if "langid" in settings.checks else None
-    checks = pair_checks(*counts, languages=filecmp.cmp(*dict_paths, shallow=False),
-                         symbols=symbols, settings=settings, texts=sides, langs=(src, tgt))
+    checks = pair_check_columns(*counts, languages=filecmp.cmp(*dict_paths, shallow=False),
+                                symbols=symbols, settings=settings, texts=sides, langs=(src, tgt))
     FeatureStore.save(output, features, {
         "split": split, "source_lang": src, "target_lang": tgt,
         "src_dim": counts[0].shape[1], "tgt_dim": counts[1].shape[1],
         "fingerprint": dataset_fingerprint(sizes[0], sizes[1], dict_paths),
         "tokens": token_fingerprint(token_files(prefixes)),
-    }, pair_checks=checks, pair_check_settings=settings)
+    }, pair_check_columns=checks, pair_check_settings=settings)
     return output
 
 

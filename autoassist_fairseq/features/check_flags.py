@@ -121,7 +121,7 @@ def flag_counts(checks: np.ndarray, settings: Optional[PairCheckSettings] = None
 
 
 def flagged(checks: np.ndarray, settings: Optional[PairCheckSettings] = None) -> np.ndarray:
-    """Whether any check that ran flags each pair (output of :func:`pair_checks` -> bool per
+    """Whether any check that ran flags each pair (output of :func:`pair_check_columns` -> bool per
     pair)."""
     checks = np.asarray(checks)
     flags = np.zeros(len(checks), dtype=bool)
@@ -134,7 +134,7 @@ def check_languages_differ(probability: np.ndarray, source: str = "the feature f
     """Raise ValueError when fewer than :data:`MIN_OWN_LANGUAGE_SHARE` of the sides are
     confidently in their own side's language: then the identifier cannot tell the two
     languages apart, and its flags would be chance. *probability*: the output of
-    :func:`.language_check.other_language_probability` or :func:`.pair_checks.pair_checks`
+    :func:`.language_check.other_language_probability` or :func:`.pair_checks.pair_check_columns`
     (NaN columns: the language check did not run, nothing to check)."""
     probability = np.asarray(probability)[:, :2]
     if probability.size and np.isnan(probability).all():

@@ -5,7 +5,7 @@ mark it, and an untranslated copy is easy for the Boss, so its loss never marks 
 most common noise of crawled corpora is visible in the text itself (Khayrallah & Koehn,
 2018): the source copied as the target, or a target in the wrong language, which the
 language check (:mod:`.language_check`) finds. This module fits every check on a corpus
-and scores pairs with all of them (:func:`fit_checks`, :func:`pair_checks`).
+and scores pairs with all of them (:func:`fit_checks`, :func:`pair_check_columns`).
 
 A misaligned pair (the target of another sentence, in the right language) passes that
 check; the unrelated check (:mod:`.unrelated_check`) asks whether its two sides are more
@@ -48,11 +48,11 @@ from .scripts import script_fit, script_scores
 from .unrelated_check import unrelated_apply, unrelated_fit
 from .words import Side
 
-def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
-                languages: bool = True, symbols: Optional[Sequence[str]] = None,
-                settings: Optional[PairCheckSettings] = None,
-                texts: Optional[Tuple[Side, Side]] = None,
-                langs: Tuple[str, str] = ("", "")) -> np.ndarray:
+def pair_check_columns(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
+                       languages: bool = True, symbols: Optional[Sequence[str]] = None,
+                       settings: Optional[PairCheckSettings] = None,
+                       texts: Optional[Tuple[Side, Side]] = None,
+                       langs: Tuple[str, str] = ("", "")) -> np.ndarray:
     """Every check of every pair: ``float32`` (pairs x 11), columns :data:`COLUMNS`
     (:func:`language_scores`, :func:`unrelated_p_value`, :func:`digit_scores`,
     :func:`.lexical.lexical_scores`, :func:`.scripts.script_scores`,
@@ -81,7 +81,7 @@ def pair_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
 
 class FittedChecks:
     """What the checks learn from one corpus (:func:`fit_checks`), to score other pairs over
-    the same vocabulary in batches: :func:`pair_checks` of a corpus is :meth:`score` of the
+    the same vocabulary in batches: :func:`pair_check_columns` of a corpus is :meth:`score` of the
     checks fitted on it, column for column (but the lexical check, which is fitted and
     scored in one call with two folds, and is not offered here)."""
 
@@ -117,7 +117,7 @@ class FittedChecks:
 
     def score(self, src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
               texts: Optional[Tuple[Side, Side]] = None) -> np.ndarray:
-        """:func:`pair_checks`'s columns of these pairs (counts over the fitted vocabulary;
+        """:func:`pair_check_columns`'s columns of these pairs (counts over the fitted vocabulary;
         *texts*: their sentences, for the langid check)."""
         return self._score(src_counts, tgt_counts, texts)
 
@@ -142,7 +142,7 @@ def fit_checks(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix, languages: 
                symbols: Optional[Sequence[str]] = None,
                settings: Optional[PairCheckSettings] = None,
                langs: Tuple[str, str] = ("", "")) -> FittedChecks:
-    """The checks fitted on a corpus (arguments as :func:`pair_checks`), to score other pairs
+    """The checks fitted on a corpus (arguments as :func:`pair_check_columns`), to score other pairs
     over the same vocabulary with :meth:`FittedChecks.score`.
 
     Raises:

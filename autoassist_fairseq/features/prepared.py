@@ -76,5 +76,5 @@ def check_evidence(data: Path, src: str, tgt: str):
                                   np.asarray(sides[tgt].sizes), len(sides[src]))
     flags = store.suspect_pairs()
     settings = store.pair_check_settings()
-    per_check, margin = check_scores(store.pair_checks(), settings)
+    per_check, margin = check_scores(store.pair_check_columns(), settings)
     return flags, per_check, union_score(per_check, margin), settings

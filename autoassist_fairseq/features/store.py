@@ -72,10 +72,11 @@ class FeatureStore:
     # -- writing -------------------------------------------------------------------
     @staticmethod
     def save(prefix: str, features: sp.csr_matrix, meta: dict,
-             pair_checks: Optional[np.ndarray] = None,
+             pair_check_columns: Optional[np.ndarray] = None,
              pair_check_settings: Optional[PairCheckSettings] = None) -> None:
-        """Write *features*, the *pair_checks* (pairs x len(COLUMNS), :mod:`.pair_checks`; the
-        header records the *pair_check_settings* they ran with and flag by) and *meta*.
+        """Write *features*, the *pair_check_columns* (pairs x len(COLUMNS),
+        :mod:`.pair_checks`; the header records the *pair_check_settings* they ran with and
+        flag by) and *meta*.
 
         Every file is written to a ``.tmp`` beside it first; only when all are complete are
         they renamed into place, the header last, so a crash between the renames leaves no
@@ -94,18 +95,18 @@ class FeatureStore:
             "indices": features.indices.astype(np.int32),
             "data": features.data.astype(np.float32),
         }
-        if pair_checks is not None:
-            if pair_checks.shape != (features.shape[0], len(COLUMNS)):
-                raise ValueError(f"pair checks of shape {pair_checks.shape} do not fit "
+        if pair_check_columns is not None:
+            if pair_check_columns.shape != (features.shape[0], len(COLUMNS)):
+                raise ValueError(f"pair checks of shape {pair_check_columns.shape} do not fit "
                                  f"{features.shape[0]} feature rows")
-            arrays[_PAIR_CHECKS] = pair_checks.astype(np.float32)
+            arrays[_PAIR_CHECKS] = pair_check_columns.astype(np.float32)
         meta = dict(meta, version=FORMAT_VERSION, num_rows=features.shape[0],
                     dim=features.shape[1], nnz=int(features.nnz))
-        if pair_checks is not None:
+        if pair_check_columns is not None:
             # the count only, for the log line; the flags are taken from the array at use
             settings = pair_check_settings or PairCheckSettings()
-            meta["pair_checks"] = dict(flag_counts(pair_checks, settings),
-                                       languages=not np.isnan(pair_checks[:, :2]).all(),
+            meta["pair_checks"] = dict(flag_counts(pair_check_columns, settings),
+                                       languages=not np.isnan(pair_check_columns[:, :2]).all(),
                                        columns=list(COLUMNS), settings=settings.to_dict())
         # a new file replaces the old one: a process that maps the old one (a training run)
         # keeps reading it, where a rewrite in place would change it under it
@@ -163,7 +164,7 @@ class FeatureStore:
         expected = {"indptr": (meta["num_rows"] + 1, np.int64),
                     "indices": (meta["nnz"], np.int32), "data": (meta["nnz"], np.float32)}
         if "pair_checks" in meta:
-            expected[_PAIR_CHECKS] = (None, np.float32)  # its shape: see pair_checks()
+            expected[_PAIR_CHECKS] = (None, np.float32)  # its shape: see pair_check_columns()
         for name, (length, dtype) in expected.items():
             path = f"{prefix}.{name}.npy"
             array = load_array(path, rebuild)
@@ -200,7 +201,7 @@ class FeatureStore:
                              f"header{rebuild}")
         return store
 
-    def pair_checks(self) -> Optional[np.ndarray]:
+    def pair_check_columns(self) -> Optional[np.ndarray]:
         """The pair checks, pairs x len(COLUMNS) (columns :data:`.pair_checks.COLUMNS`);
         None when the file was built without them."""
         path = f"{self.prefix}.{_PAIR_CHECKS}.npy"
@@ -231,7 +232,7 @@ class FeatureStore:
                 ``autoassist-features``, separate dictionaries, or ``--pair-checks none``).
             ValueError: the sides do not look like two languages to the checks.
         """
-        checks = self.pair_checks()
+        checks = self.pair_check_columns()
         hint = self.rebuild_hint or "autoassist-features DATA --source-lang SRC --target-lang TGT"
         if checks is None:
             raise FileNotFoundError(f"{self.prefix}.json has no pair checks (built by an older "

@@ -27,7 +27,7 @@ class TrainFeatures(NamedTuple):
 
 
 def open_train_features(cfg, split: str, dataset, data_path: str,
-                        pair_checks: str) -> TrainFeatures:
+                        pair_check_mode: str) -> TrainFeatures:
     """The feature file of *split* (``--assistant-features``, or its default place) and the
     pairs to treat as suspect.
 
@@ -36,7 +36,7 @@ def open_train_features(cfg, split: str, dataset, data_path: str,
         split (str): the train subset.
         dataset (LanguagePairDataset): the loaded *split*.
         data_path (str): the data directory *split* was loaded from.
-        pair_checks (str): ``auto`` (used when the file has them, else a warning),
+        pair_check_mode (str): ``auto`` (used when the file has them, else a warning),
             ``require`` (a file without them raises) or ``off``, as checked by
             :func:`~..tasks.config.check_config`.
 
@@ -58,14 +58,15 @@ def open_train_features(cfg, split: str, dataset, data_path: str,
                                   stored_sizes(dataset.tgt), len(dataset),
                                   cfg.assistant_features)
     logger.info(f"AutoAssist features: {store.prefix} ({store.num_rows} pairs, dim {store.dim})")
-    return TrainFeatures(store, _suspect_pairs(store, pair_checks, str(cfg.assistant_rule)))
+    return TrainFeatures(store, _suspect_pairs(store, pair_check_mode, str(cfg.assistant_rule)))
 
 
 def check_data_shards(cfg, split: str, paths, loaded: str) -> None:
     """Check the feature file of every data shard of ``--data a:b`` other than *loaded*
     before training starts, as :func:`open_train_features` checks the loaded one: each
     shard is opened only at its own epoch, and a missing or stale file must not stop a run
-    hours in. One ``--assistant-features`` prefix cannot describe several shards.
+    hours in. (One ``--assistant-features`` prefix for several shards is refused by
+    :func:`~..tasks.config.check_config`.)
 
     Raises:
         FileNotFoundError, PermissionError, ValueError: as :func:`open_checked_features`,
@@ -73,13 +74,8 @@ def check_data_shards(cfg, split: str, paths, loaded: str) -> None:
     """
     if len(paths) < 2:
         return
+    assert not cfg.assistant_features, "refused with several shards by tasks.config"
     src, tgt = cfg.source_lang, cfg.target_lang
-    if cfg.assistant_features:
-        raise ValueError(f"--assistant-features {cfg.assistant_features} names one feature "
-                         f"file, but --data has {len(paths)} data shards, each with its own "
-                         "features: drop --assistant-features and build each shard's file at "
-                         f"its default place: autoassist-features SHARD --source-lang {src} "
-                         f"--target-lang {tgt}")
     for path in paths:
         if path == loaded:
             continue
@@ -108,15 +104,15 @@ def open_checked_features(data_path: str, split: str, src: str, tgt: str, src_si
                              tokens=tokens)
 
 
-def _suspect_pairs(store: FeatureStore, pair_checks: str, rule: str) -> Optional[np.ndarray]:
-    if pair_checks == "off" or rule == "random":  # the random control skips at random
+def _suspect_pairs(store: FeatureStore, pair_check_mode: str, rule: str) -> Optional[np.ndarray]:
+    if pair_check_mode == "off" or rule == "random":  # the random control skips at random
         return None
     try:
         suspect = np.asarray(store.suspect_pairs())
     except FeatureFileDamaged:
         raise  # a damaged file stops the run under auto too: only absent checks turn off
     except (FileNotFoundError, ValueError) as err:
-        if pair_checks == "require":
+        if pair_check_mode == "require":
             raise
         logger.warning(f"AutoAssist pair checks off: {err} (--assistant-pair-checks off "
                        "turns them off without this warning)")

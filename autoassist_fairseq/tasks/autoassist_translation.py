@@ -26,11 +26,13 @@ from .batch_iterator import AutoAssistEpochBatchIterator
 from ..data.run_points import RunPoints
 from ..features.store import FeatureStore
 from ..features.training import check_data_shards, open_train_features
-from ..losses import BatchTrace, check_criterion, train_step_with_losses
+from ..losses import BatchTrace, train_step_with_losses
 from ..transport.local_source import LocalSource, pipeline_lag
 from ..transport.process import AssistantProcess
-from .config import AutoAssistTranslationConfig, check_config, refuse_batching_flags
-from .language_pair import check_data_dir, check_language_pair
+from .config import (AutoAssistTranslationConfig, check_config, check_criterion,
+                     refuse_batching_flags)
+from .data_checks import check_batch_bound, check_data_dir, check_language_pair, num_tokens
+from .rank_states import all_gather_data_parallel
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +57,7 @@ class AutoAssistTranslationTask(TranslationTask):
 
     def __init__(self, cfg: AutoAssistTranslationConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
-        self.hparams, self.pair_checks = check_config(cfg)  # bad values fail before any data
+        self.hparams, self.pair_check_mode = check_config(cfg)  # bad values fail before any data
         self.features: Optional[FeatureStore] = None
         self.suspect: Optional[np.ndarray] = None  # the pairs the pair checks flag
         self.train_iterator: Optional[AutoAssistEpochBatchIterator] = None
@@ -69,7 +71,7 @@ class AutoAssistTranslationTask(TranslationTask):
             if self.features is None:  # the run's first load: every shard's file, up front
                 check_data_shards(self.cfg, split, paths, path)
             self.features, self.suspect = open_train_features(
-                self.cfg, split, self.datasets[split], path, self.pair_checks)
+                self.cfg, split, self.datasets[split], path, self.pair_check_mode)
 
     def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None,
                            max_positions=None, ignore_invalid_inputs=False,
@@ -92,7 +94,7 @@ class AutoAssistTranslationTask(TranslationTask):
                 if not str(err).startswith("Sentences lengths should not exceed max_tokens"):
                     raise
                 split = next((k for k, d in self.datasets.items() if d is dataset), "given")
-                check_batch_bound(_num_tokens(dataset), max_tokens, split)
+                check_batch_bound(num_tokens(dataset), max_tokens, split)
                 raise
         refuse_batching_flags(kwargs)
         if self.train_iterator is not None and self.train_iterator.dataset is dataset:
@@ -107,7 +109,7 @@ class AutoAssistTranslationTask(TranslationTask):
         if max_positions is not None:
             indices = self.filter_indices_by_size(indices, dataset, max_positions,
                                                   ignore_invalid_inputs)
-        check_batch_bound(_num_tokens(dataset)[indices], max_tokens, self.cfg.train_subset)
+        check_batch_bound(num_tokens(dataset)[indices], max_tokens, self.cfg.train_subset)
         cfg = self.cfg
         make_generator = functools.partial(
             BatchGenerator, indices, dataset.src_sizes, dataset.tgt_sizes, max_tokens=max_tokens,
@@ -130,7 +132,7 @@ class AutoAssistTranslationTask(TranslationTask):
         self.train_iterator = AutoAssistEpochBatchIterator(
             dataset, dataset.collater, generator, start_source, epoch=epoch,
             fallback=cfg.assistant_fallback, num_shards=num_shards, shard_id=shard_id,
-            all_gather=_all_gather if num_shards > 1 else None,
+            all_gather=all_gather_data_parallel if num_shards > 1 else None,
             reweight=cfg.assistant_reweight, num_workers=num_workers,
             buffer_size=data_buffer_size, points=points, handover=handover,
             data_shard_per_epoch=len(utils.split_paths(cfg.data)) > 1,
@@ -186,43 +188,8 @@ class AutoAssistTranslationTask(TranslationTask):
         if itr is None:
             aa_metrics.reduce(logging_outputs, None)
         else:
-            if aa_metrics.reduce(logging_outputs, itr.run_totals,
-                                 on_failure=itr.stop_on_failure):
-                itr.end_update()  # every rank, after the step: the states a save needs
+            summed = aa_metrics.reduce(logging_outputs, itr.run_totals,
+                                       on_failure=itr.stop_on_failure)
+            if summed is not None:  # every rank, after the step: the states a save needs
+                itr.end_update(summed)
 
-
-def _num_tokens(dataset) -> np.ndarray:
-    """Each pair's tokens as fairseq's batching counts them: its longer side's."""
-    src = np.asarray(dataset.src_sizes)
-    return src if dataset.tgt_sizes is None else np.maximum(src, np.asarray(dataset.tgt_sizes))
-
-
-def check_batch_bound(num_tokens: np.ndarray, max_tokens: Optional[int], split: str) -> None:
-    """Raise ValueError, naming the flag and the fix, where a pair to be batched is longer
-    than ``--max-tokens``: no batch can hold it (fairseq's ``batch_by_size`` asserts)."""
-    if not max_tokens or max_tokens <= 0 or not len(num_tokens):
-        return
-    longest = int(np.max(num_tokens))
-    if longest > max_tokens:
-        over = int(np.sum(num_tokens > max_tokens))
-        raise ValueError(
-            f"--max-tokens {max_tokens} is below the longest pair of the {split} split "
-            f"({longest} tokens on its longer side; {over} pairs are longer than "
-            f"{max_tokens}): a batch holds at least one pair. Give --max-tokens {longest} or "
-            "more (e.g. --max-tokens 4096), or leave the longer pairs out with "
-            "--max-source-positions/--max-target-positions and "
-            "--skip-invalid-size-inputs-valid-test")
-
-
-def _all_gather(obj):
-    """Every data-parallel rank's *obj*, in rank order, over fairseq's data-parallel group:
-    the ranks that hold shards of the training data (under model parallelism not every
-    process of the default group is one)."""
-    import torch.distributed as dist
-    from fairseq.distributed import utils as distributed_utils
-
-    group_of = getattr(distributed_utils, "get_data_parallel_group", None)
-    group = group_of() if group_of is not None else None  # None: the default group
-    out = [None] * dist.get_world_size(group)
-    dist.all_gather_object(out, obj, group=group)
-    return out

@@ -14,11 +14,11 @@ task's ``reduce_metrics``) and the start of validation (the ranks' states,
 
 What the iterator saves in a checkpoint, restores from it and carries to the next data
 shard is in :mod:`.checkpointed_iterator`; what a resume restores, refuses and says, in
-:mod:`.resume`; the counts each step's log carries, in :mod:`.step_logs`.
+:mod:`.resume`; the counts each step's log carries and the run's totals, in :mod:`.counters`.
 """
 
 import logging
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 from fairseq.data.iterators import CountingIterator, EpochBatchIterating
 
@@ -27,12 +27,11 @@ from ..data.batch_stream import BatchStream, agree_num_batches
 from ..data.collate import collated_batches
 from ..data.run_points import RunPoints
 from ..losses import BossLosses
-from ..metrics import RUN_TOTALS
 from ..transport.client import AssistantClient
 from .checkpointed_iterator import CheckpointedIterator
+from .counters import Counters
 from .rank_states import RankStates
 from .resume import warn_plan_accepts_all
-from .step_logs import StepLogs
 
 logger = logging.getLogger(__name__)
 
@@ -67,10 +66,9 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
             (``--data a:b``), so a state saved at an epoch's end holds a batch plan of
             another shard's pairs (default: False).
 
-    ``run_totals``: the run's counts over every rank (``aa_boss_tok``, ``aa_boss_padded_tok``,
-    ``aa_skip_tok``), summed from every step's logs by :func:`~..metrics.reduce` on every
-    rank, saved once in the checkpoint; one dict for the whole run (restored in place, handed
-    to the next shard's iterator): fairseq's derived meters keep the first dict they read.
+    ``counters`` (:class:`~.counters.Counters`): what each step's log carries, and the run's
+    totals over every rank (``run_totals``: ``aa_boss_tok``, ``aa_boss_padded_tok``,
+    ``aa_skip_tok``), saved once in the checkpoint and handed to the next shard's iterator.
     """
 
     def __init__(self, dataset, collate_fn, generator: BatchGenerator,
@@ -102,9 +100,8 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
         self._restored_assistant = False
         self._handover = handover
         self.data_shard_per_epoch = data_shard_per_epoch
-        self.run_totals = handover["run_totals"] if handover else dict.fromkeys(RUN_TOTALS, 0.0)
+        self.counters = Counters(handover["run_totals"] if handover else None)
         self.rank_states = RankStates(num_shards, shard_id, self.all_gather)
-        self.step_logs = StepLogs()
         self._batches_before = 0  # batches trained before the current epoch iterator's start
 
     # -- EpochBatchIterating ------------------------------------------------------------
@@ -199,15 +196,16 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
         failures = self.all_gather(self.client.failure) if self.num_shards > 1 else None
         self.client.stop_on_failure(failures)
 
-    def end_update(self) -> None:
+    def end_update(self, summed: dict) -> None:
         """Called on every rank once an update's logs are reduced (the task's
-        ``reduce_metrics``), after its step: where fairseq may save next, every rank's state
+        ``reduce_metrics``), after its step, with its counts summed over the ranks (added to
+        the run's totals): where fairseq may save next, every rank's state
         is gathered now, holding the losses of this last update. fairseq's validation
         gathers too (``begin_valid_epoch``), but a save without it (``--disable-validation``,
         an end-of-epoch save when ``--validate-interval`` is over 1) has only this. After an
         update fairseq skips (an ``--fp16`` overflow) no reduce follows: a save without
         validation then warns that the other ranks' states are older."""
-        self.step_logs.update_reduced()
+        self.counters.update_reduced(summed)
         if self.rank_states.due:
             self.sync_checkpoint_state()
 
@@ -226,7 +224,7 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
                 and self.iterations_in_epoch - last[2] < self.points.update_freq:
             return
         self._last_update = (update_num, self.epoch, self.iterations_in_epoch)
-        self.step_logs.update_begins()
+        self.counters.update_begins()
         self.flush_losses()
         if self.points.saves_after(update_num) or self.end_of_epoch():
             self.rank_states.due = True
@@ -248,22 +246,29 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
         for ids, losses, seq in ready:
             self.client.send_losses(ids, losses, seq)
 
-    def log_step(self, stats: dict) -> dict:
-        """A training step's *stats* (:mod:`..metrics`) as its logging output carries them.
-        The first step of an update also carries the summed counts of the steps whose logs
-        fairseq never reduced (it skips the reduce after an ``--fp16`` overflow), so that
-        ``aa_boss_tok`` and the other run totals lose none of them."""
-        return self.step_logs.step(stats)
+    @property
+    def run_totals(self) -> dict:
+        return self.counters.run_totals
 
-    def pop_log_stats(self) -> dict:
-        """Counters accumulated since the last call, plus the Assistant's latest state."""
+    def log_step(self, seq: int, tokens: float, padded_tokens: float) -> dict:
+        """The statistics (:mod:`..metrics`) of a training step on batch number *seq*, of
+        *tokens* tokens (*padded_tokens* with padding) (:meth:`~.counters.Counters.step`)."""
+        return self.counters.step(seq, tokens, padded_tokens, self._read_counters)
+
+    def _read_counters(self) -> Tuple[dict, dict]:
+        """The cumulative counts of the stream, the client and the Assistant, and the
+        Assistant's current statistics with whether it failed."""
         # what the batches trained so far hold, not those prefetched: a checkpoint saves
         # the same point, so a resumed run logs every window once
-        now = dict(self.stream.credited_at(self.iterations_in_epoch),
-                   wait_seconds=self.client.wait_seconds)
-        assistant = self.stream.assistant_stats if self.client.assistant_learns else None
-        return self.step_logs.since_last(now, assistant, self.client.dropped_losses,
-                                         self.client.failure)
+        cumulative = dict(self.stream.credited_at(self.iterations_in_epoch),
+                          wait_seconds=self.client.wait_seconds,
+                          dropped_losses=self.client.dropped_losses)
+        current = {"failed": 1.0 if self.client.failure else 0.0}
+        if self.client.assistant_learns:
+            current.update(self.stream.assistant_stats)
+            if "nonfinite" in current:  # cumulative in the Assistant
+                cumulative["nonfinite"] = current.pop("nonfinite")
+        return cumulative, current
 
     def shutdown(self) -> None:
         self.client.shutdown()

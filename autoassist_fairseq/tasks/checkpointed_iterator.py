@@ -14,7 +14,6 @@ from typing import Optional, Tuple
 from ..data.arrays import arrays_to_tensors
 from ..data.batch_stream import StreamState
 from ..data.schema import VERSION
-from ..metrics import RUN_TOTALS
 from .resume import log_restored_stream, own_entry, read_saved, shard_independent
 
 # the iterator's own logger: these lines are the epoch iterator's
@@ -27,7 +26,7 @@ class CheckpointedIterator:
 
     It works on the iterator's attributes: its position (``epoch``, ``_cur_epoch_itr``,
     ``_num_batches``, ``_batches_before``), its parts (``generator``, ``stream``, ``client``,
-    ``points``, ``rank_states``, ``step_logs``, ``run_totals``) and its settings. What a
+    ``points``, ``rank_states``, ``counters``) and its settings. What a
     load or the previous data shard hands over waits in ``_resume`` or ``_handover`` until the
     next epoch starts (:meth:`_start`).
     """
@@ -54,8 +53,7 @@ class CheckpointedIterator:
                            f"epoch {self.epoch} comes from a fresh data pass")
         if not self.client.started:
             assistant = (own or {}).get("assistant") or (self._handover or {}).get("assistant")
-            # the restored count was logged by the saved run
-            self.step_logs.logged_nonfinite = int((assistant or {}).get("nonfinite", 0))
+            self.counters.start(assistant)
             self._restored_assistant = assistant is not None
             self.client.start(self.epoch, assistant, "the checkpoint" if own is not None
                               else "the previous data shard",
@@ -109,7 +107,7 @@ class CheckpointedIterator:
             "autoassist": arrays_to_tensors({
                 "schema": VERSION, "world_size": self.num_shards, "epoch": epoch, "offset": offset,
                 "num_batches": None if finished else self._num_batches, "ranks": ranks,
-                "totals": dict(self.run_totals), "batches_done": self.batches_done,
+                "totals": self.counters.state_dict(), "batches_done": self.batches_done,
                 "data": self.data_id,
             }),
         }
@@ -122,7 +120,7 @@ class CheckpointedIterator:
         self.epoch = state_dict["epoch"]
         saved = read_saved(state_dict, self.data_id, self.data_shard_per_epoch, self.num_shards)
         if saved.get("totals") is not None:  # else: a plain translation checkpoint
-            self.run_totals.update({k: float(saved["totals"][k]) for k in RUN_TOTALS})
+            self.counters.load_state_dict(saved["totals"])
         self._resume = saved
         self._cur_epoch_itr = None
 

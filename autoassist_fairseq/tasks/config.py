@@ -1,13 +1,15 @@
 """The ``autoassist_translation`` task's flags, and every check of their values.
 
 :class:`AutoAssistTranslationConfig` is fairseq's ``TranslationConfig`` plus the
-``--assistant-*`` flags. :func:`check_config` is the one place where a bad value (or a
-flag AutoAssist cannot honour) is refused, naming the flag and the fix, before any data is
-read; the layers below it keep only internal asserts. The Assistant's own hyperparameters
-are ranged by :meth:`AssistantHParams.check`, which scripts that build an Assistant
-without a task use too.
+``--assistant-*`` flags. This module is the one place where a bad value (or a flag
+AutoAssist cannot honour) is refused, naming the flag and the fix, before any data is read:
+:func:`check_config` for the task's config, :func:`check_hparams` for the Assistant's
+hyperparameters (scripts that build an Assistant without a task use it too),
+:func:`check_criterion` for ``--criterion`` and :func:`refuse_batching_flags` for fairseq's
+batching flags. The layers below keep only internal asserts.
 """
 
+import inspect
 import logging
 import os
 from dataclasses import dataclass, field, fields
@@ -18,11 +20,12 @@ from fairseq.tasks.translation import TranslationConfig
 from omegaconf import II
 
 from ..assistant import AssistantHParams
+from ..assistant.rules import MAX_PATIENCE, RULES
 
 logger = logging.getLogger(__name__)
 
 _DEFAULTS = AssistantHParams()
-PAIR_CHECKS = ("auto", "require", "off")
+PAIR_CHECK_MODES = ("auto", "require", "off")
 
 
 @dataclass
@@ -124,13 +127,14 @@ class CheckedConfig(NamedTuple):
     """What :func:`check_config` derives from a valid config."""
 
     hparams: AssistantHParams
-    pair_checks: str  # one of PAIR_CHECKS
+    pair_check_mode: str  # --assistant-pair-checks, one of PAIR_CHECK_MODES
 
 
 def check_config(cfg) -> CheckedConfig:
     """Raise ValueError, naming the flag and the fix, for any bad ``--assistant-*`` value;
-    warn once for a deprecated spelling."""
-    hparams = AssistantHParams.from_config(cfg)  # the Assistant's ranges
+    warn for a flag set where it has no effect."""
+    hparams = check_hparams(AssistantHParams(
+        **{f.name: getattr(cfg, "assistant_" + f.name) for f in fields(AssistantHParams)}))
     if cfg.assistant_window < 1:
         raise ValueError(f"--assistant-window={cfg.assistant_window} must be >= 1")
     for name in ("assistant_boss_queue_size", "assistant_loss_queue_size"):
@@ -152,16 +156,74 @@ def check_config(cfg) -> CheckedConfig:
                          "fairseq's length order, which AutoAssist batches (cut from windows "
                          "of random pairs) cannot follow: drop --curriculum with --task "
                          "autoassist_translation")
+    shards = len([p for p in str(cfg.data or "").split(":") if p])
+    if cfg.assistant_features and shards > 1:
+        raise ValueError(f"--assistant-features {cfg.assistant_features} names one feature "
+                         f"file, but --data has {shards} data shards, each with its own "
+                         "features: drop --assistant-features and build each shard's file at "
+                         f"its default place: autoassist-features SHARD --source-lang "
+                         f"{cfg.source_lang} --target-lang {cfg.target_lang}")
     trace = cfg.assistant_trace_dir
     if trace and os.path.exists(trace) and not os.path.isdir(trace):
         raise ValueError(f"--assistant-trace-dir {trace} is a file: give a folder (the trace "
                          "is written to DIR/trained.rank<R>.tsv)")
-    pair_checks = _pair_checks(cfg)
+    mode = str(cfg.assistant_pair_checks).lower()
+    if mode not in PAIR_CHECK_MODES:
+        raise ValueError(f"--assistant-pair-checks {cfg.assistant_pair_checks} is not one of "
+                         f"{', '.join(PAIR_CHECK_MODES)}: give one of them (auto: the default)")
     _warn_unused(cfg, hparams.rule)
-    if pair_checks == "require" and hparams.rule == "random":
+    if mode == "require" and hparams.rule == "random":
         raise ValueError("--assistant-pair-checks require cannot go with --assistant-rule "
                          "random: the control must skip at random; drop one of the two")
-    return CheckedConfig(hparams, pair_checks)
+    return CheckedConfig(hparams, mode)
+
+
+def check_hparams(h: AssistantHParams) -> AssistantHParams:
+    """Raise ValueError naming the flag and its valid range for any bad value of the
+    Assistant's hyperparameters *h*; returns them."""
+    rules = {
+        "lr": (0 < h.lr < float("inf"), "a finite number > 0"),
+        "weight_decay": (0 <= h.weight_decay < 1, "in [0, 1)"),
+        "threshold_decay": (0 <= h.threshold_decay < 1, "in [0, 1)"),
+        "accuracy_decay": (0 <= h.accuracy_decay < 1, "in [0, 1)"),
+        "lambda_max": (0 <= h.lambda_max < 1, "in [0, 1) (1 would let the Assistant "
+                       "exclude pairs for good)"),
+        "warmup": (h.warmup >= 0, ">= 0"),
+        "rule": (h.rule in RULES, "one of " + ", ".join(RULES)),
+        "noise_quantile": (0.5 < h.noise_quantile < 1, "in (0.5, 1)"),
+        "noise_min_decline": (0 <= h.noise_min_decline < 1, "in [0, 1)"),
+        "noise_patience": (2 <= h.noise_patience <= MAX_PATIENCE,
+                           f"an integer in [2, {MAX_PATIENCE}] (one visit cannot show "
+                           "that a loss does not decline)"),
+    }
+    for name, (ok, allowed) in rules.items():
+        if not ok:
+            flag = "--assistant-" + name.replace("_", "-")
+            raise ValueError(f"{flag}={getattr(h, name)} is out of range: it must be "
+                             f"{allowed}")
+    if h.random_rates:
+        _check_random_rates(h.random_rates)
+    elif h.rule == "random":
+        raise ValueError("--assistant-rule random needs --assistant-random-rates, the "
+                         "per-pass acceptance rates in (0, 1], e.g. 1.0,0.8,0.74")
+    return h
+
+
+def _check_random_rates(text: str) -> None:
+    """``--assistant-random-rates``: comma-separated rates, each in (0, 1]."""
+    items = [t.strip() for t in str(text).split(",")]
+    try:
+        bad = [r for r in map(float, items) if not 0.0 < r <= 1.0]  # NaN fails this too
+        problem = f"has rates {bad} out of range" if bad else None
+    except ValueError:
+        problem = "is not a list of numbers"
+    if not text or not all(items):
+        problem = "is empty or has an empty item"
+    if problem:
+        raise ValueError(f"--assistant-random-rates={text!r} {problem}: "
+                         "--assistant-random-rates must be comma-separated per-pass "
+                         "acceptance rates in (0, 1], e.g. 1.0,0.8,0.74 (the last one "
+                         "repeats for later passes)")
 
 
 # flags that act under some settings only: (flag, the settings it needs, whether the config
@@ -193,15 +255,6 @@ def _warn_unused(cfg, rule: str) -> None:
                            f"without {needs}: it is ignored")
 
 
-def _pair_checks(cfg) -> str:
-    """``--assistant-pair-checks``, one of :data:`PAIR_CHECKS`."""
-    value = str(cfg.assistant_pair_checks).lower()
-    if value not in PAIR_CHECKS:
-        raise ValueError(f"--assistant-pair-checks {cfg.assistant_pair_checks} is not one of "
-                         f"{', '.join(PAIR_CHECKS)}: give one of them (auto: the default)")
-    return value
-
-
 # fairseq's batching flags the Assistant's iterator cannot honour, and why; the others are
 # honoured (--fix-batches-to-gpus holds by construction: a rank's shard is fixed for the run)
 _REFUSED = {
@@ -225,3 +278,20 @@ def refuse_batching_flags(kwargs: dict) -> None:
     for name, why in _REFUSED.items():
         if kwargs.get(name):
             raise ValueError(f"{why}: drop it with --task autoassist_translation")
+
+
+def check_criterion(criterion) -> None:
+    """Raise, naming the fix, where *criterion* (``--criterion``) cannot give one loss per
+    target token, which the Assistant's per-sentence losses are made of."""
+    compute_loss = getattr(criterion, "compute_loss", None)
+    if compute_loss is None or "reduce" not in inspect.signature(compute_loss).parameters:
+        raise ValueError(
+            f"--task autoassist_translation needs token-level losses, but criterion "
+            f"{type(criterion).__name__} has no compute_loss(model, net_output, sample, reduce); "
+            "use --criterion cross_entropy or --criterion label_smoothed_cross_entropy")
+    if getattr(criterion, "rdrop_alpha", 0) > 0:
+        # R-Drop doubles the batch and adds its KL term to every token's loss
+        raise ValueError(
+            f"--task autoassist_translation needs one loss per target token of the batch, but "
+            f"--rdrop-alpha {criterion.rdrop_alpha} runs every sentence twice and adds a KL "
+            "term to each token; use --rdrop-alpha 0, or --task translation for R-Drop")

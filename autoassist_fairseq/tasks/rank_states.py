@@ -47,3 +47,17 @@ class RankStates:
                            "some pairs of this epoch")
         ranks[self.shard_id] = own_state()
         return ranks
+
+
+def all_gather_data_parallel(obj):
+    """Every data-parallel rank's *obj*, in rank order, over fairseq's data-parallel group:
+    the ranks that hold shards of the training data (under model parallelism not every
+    process of the default group is one)."""
+    import torch.distributed as dist
+    from fairseq.distributed import utils as distributed_utils
+
+    group_of = getattr(distributed_utils, "get_data_parallel_group", None)
+    group = group_of() if group_of is not None else None  # None: the default group
+    out = [None] * dist.get_world_size(group)
+    dist.all_gather_object(out, obj, group=group)
+    return out

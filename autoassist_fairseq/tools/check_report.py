@@ -5,7 +5,7 @@ noise. The command mixes them into a clean corpus of the same language pair at a
 share, prepares the mix as ``scripts/prepare-corpus.sh`` does (the same cleaning step,
 joint sentencepiece BPE, the same subword filters), counts the subwords of each side over one
 joined vocabulary (what ``fairseq-preprocess --joined-dictionary`` binarises) and runs
-:func:`..features.pair_checks.pair_checks`, the function ``autoassist-features`` runs. It
+:func:`..features.pair_checks.pair_check_columns`, the function ``autoassist-features`` runs. It
 then scores every check on the labelled pairs:
 
 - ``flag_rate[check][label]``: share of each label's pairs flagged by a check (of those that
@@ -35,7 +35,7 @@ then scores every check on the labelled pairs:
 - with ``--dynamics-passes K``, the Boss's training dynamics beside the checks: ``dynamics``
   and ``union_dynamics`` under ``auc``, ``flag_rate`` and ``noise_found_at_valid_share``,
   with their intervals (:mod:`.check_dynamics`);
-- ``pairs_per_cpu_second``: the ``pair_checks`` call, the preparation with it, and
+- ``pairs_per_cpu_second``: the ``pair_check_columns`` call, the preparation with it, and
   OpusFilter's heuristics (``cpu_seconds``: the preparation's and the checks').
 
 The pipeline's parts: :mod:`.labelled_pairs` (read, mix), :mod:`.mix_preparation`
@@ -61,8 +61,8 @@ import time
 import numpy as np
 
 from ..features.check_settings import check_available
-from ..features.pair_checks import add_settings_arguments, check_scores, pair_checks, \
-    settings_from_args, union_score
+from ..features.pair_checks import add_settings_arguments, check_scores, \
+    pair_check_columns, settings_from_args, union_score
 from .check_figures import flagged_union, report, report_intervals
 from .labelled_pairs import mix, read_clean, read_labelled
 from .mix_preparation import joined_counts, prepare
@@ -112,8 +112,8 @@ def check_report(args) -> dict:
             0.0 if args.no_ratio_filter else args.ratio, args.max_chars, args.max_len)
     counts, symbols, pieces = joined_counts(src_pieces, tgt_pieces)
     prepared = time.process_time()
-    checks = pair_checks(*counts, symbols=symbols, settings=settings, texts=pieces,
-                         langs=(args.src, args.tgt))
+    checks = pair_check_columns(*counts, symbols=symbols, settings=settings, texts=pieces,
+                                langs=(args.src, args.tgt))
     checked = time.process_time()
     labels = np.asarray(labels)
     n = len(labels)
@@ -140,7 +140,7 @@ def check_report(args) -> dict:
                  half=np.where(row >= 0, row % 2, -1), kinds=kinds)
     union = flagged_union(dropped, flags)
     # pairs a CPU second (process time: all threads of this process; one core under
-    # OMP_NUM_THREADS=1): the pair_checks call on the pairs that reached it, and the
+    # OMP_NUM_THREADS=1): the pair_check_columns call on the pairs that reached it, and the
     # preparation (cleaning, sentencepiece training and encoding, counts) with it on the mix
     out["pairs_per_cpu_second"] = {
         "pair_checks": len(kept) / max(checked - prepared, 1e-9),

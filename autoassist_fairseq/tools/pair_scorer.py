@@ -14,7 +14,7 @@ counts, as fairseq's ``<unk>`` carries no column weight, and kept in the text th
 check reads.
 
 Scored on the sample itself, in one batch, the checks' columns are those of
-:func:`..features.pair_checks.pair_checks` on the same pieces, bit for bit; in several
+:func:`..features.pair_checks.pair_check_columns` on the same pieces, bit for bit; in several
 batches, equal up to the float32 rounding of the langid check's sums (whose order depends on
 the batch). The union's continuous score (:func:`..features.pair_checks.union_score`)
 standardises each check's score over its batch: it ranks pairs within a batch; the flags do

@@ -56,7 +56,10 @@ class AssistantClient:
         self.annealing = False
         self.accept_all_from: Optional[int] = None  # annealing by updates: a batch number
         self.failure: Optional[str] = None  # a failure every rank must stop on
-        self.wait_seconds = 0.0  # the Boss's wait for windows
+        # cumulative over the run, whatever source stands: the Boss's wait for windows, and
+        # the loss messages of the sources replaced by the fallback that never reached them
+        self.wait_seconds = 0.0
+        self._dropped_before = 0
         # the Assistant's newest state the Boss holds (loaded, or read for a save): what the
         # checkpoints keep once the Assistant has failed, so that a resumed run goes on from
         # it rather than from nothing
@@ -184,7 +187,10 @@ class AssistantClient:
 
     @property
     def dropped_losses(self) -> int:
-        return self.source.dropped_losses if self.source is not None else 0
+        """Loss messages that never reached an Assistant, over the run (cumulative)."""
+        with self._failure_lock:  # a fallback moves the failed source's count
+            source = self.source
+            return self._dropped_before + (source.dropped_losses if source is not None else 0)
 
     # -- failures -------------------------------------------------------------------------
     def _on_failure(self, err: AssistantDied) -> None:
@@ -205,6 +211,8 @@ class AssistantClient:
             failed, uniform = self.source, LocalSource(self.generator)
             # ready before it is published: a loader thread sees the old source or this one
             self._restart(uniform)
+            if failed is not None:
+                self._dropped_before += failed.dropped_losses
             self.source, self.fell_back = uniform, True
             if failed is not None:
                 failed.shutdown()

@@ -65,8 +65,7 @@ class LocalSource:
 
     def __init__(self, generator: BatchGenerator, make_assistant: Optional[Callable] = None,
                  lag: int = 0, timeout: float = LOSS_TIMEOUT):
-        if lag < 0:
-            raise ValueError(f"lag must be >= 0, got {lag}")
+        assert lag >= 0, lag
         self.generator = generator
         self.assistant = make_assistant() if make_assistant is not None else None
         self.lag, self.timeout = lag, timeout

@@ -76,7 +76,6 @@ def _loop(assistant, generator, inbox, windows, replies, stop_event, parent_pid,
     sent = 0  # windows handed to the sender; at most WINDOWS_IN_FLIGHT not received yet
     # The data pass last announced to the Assistant, so that a rule can use per-pass
     # settings; one fairseq epoch may span passes, so it follows the generator.
-    begin_pass = getattr(assistant, "begin_pass", None)
     announced = None
     while not stop_event.is_set() and os.getppid() == parent_pid:
         # 1. the Boss's messages, in the order sent
@@ -89,9 +88,9 @@ def _loop(assistant, generator, inbox, windows, replies, stop_event, parent_pid,
             _handle(msg, assistant, generator, replies, counters, state)
         # 2. produce the next window with the current state, and hand it over
         if state["producing"] and state["pending"] is None:
-            if begin_pass is not None and generator.data_pass != announced:
+            if generator.data_pass != announced:
                 announced = generator.data_pass
-                begin_pass(announced)
+                assistant.begin_pass(announced)
             pending = generator.next_window(assistant.accept_probability)
             if pending is None:
                 state["producing"] = False

@@ -1,4 +1,6 @@
-"""Check a given language pair against the data directory before fairseq loads it.
+"""The data directory and its pairs against the flags, checked before fairseq reads or
+batches them: a folder that is missing, a language pair it does not hold, a pair longer than
+``--max-tokens``.
 
 fairseq's ``TranslationTask.setup_task`` infers the pair from the file names when
 ``--source-lang/--target-lang`` are not given; when they are given but do not match the
@@ -8,6 +10,8 @@ into a message that lists the pairs the directory holds and names the fix.
 
 import os
 from typing import List, Optional, Tuple
+
+import numpy as np
 
 from ..features.binarised import binarised_pairs
 
@@ -74,3 +78,26 @@ def check_language_pair(data_path: str, src: Optional[str], tgt: Optional[str]) 
         f"--source-lang {src} --target-lang {tgt} do not match the data in {data_path}: "
         f"{' and '.join(missing)} not found. Language pairs in that directory: {found}. "
         f"Fix: {fix}.")
+
+
+def num_tokens(dataset) -> np.ndarray:
+    """Each pair's tokens as fairseq's batching counts them: its longer side's."""
+    src = np.asarray(dataset.src_sizes)
+    return src if dataset.tgt_sizes is None else np.maximum(src, np.asarray(dataset.tgt_sizes))
+
+
+def check_batch_bound(num_tokens: np.ndarray, max_tokens: Optional[int], split: str) -> None:
+    """Raise ValueError, naming the flag and the fix, where a pair to be batched is longer
+    than ``--max-tokens``: no batch can hold it (fairseq's ``batch_by_size`` asserts)."""
+    if not max_tokens or max_tokens <= 0 or not len(num_tokens):
+        return
+    longest = int(np.max(num_tokens))
+    if longest > max_tokens:
+        over = int(np.sum(num_tokens > max_tokens))
+        raise ValueError(
+            f"--max-tokens {max_tokens} is below the longest pair of the {split} split "
+            f"({longest} tokens on its longer side; {over} pairs are longer than "
+            f"{max_tokens}): a batch holds at least one pair. Give --max-tokens {longest} or "
+            "more (e.g. --max-tokens 4096), or leave the longer pairs out with "
+            "--max-source-positions/--max-target-positions and "
+            "--skip-invalid-size-inputs-valid-test")
