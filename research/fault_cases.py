@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from research.fault_replay import REPO, Expect, run_command, snapshot, unchanged
+from research.process_tree import children, descendants
 
 CASES = []
 PREFIX = "train.src-tgt.autoassist"
@@ -66,22 +67,6 @@ def until_training(pattern=r"\| train_inner \|", then=None, seconds=150):
         if wait_for(pattern, seconds) and then is not None:
             then(proc)
     return during
-
-
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(c) for c in f.read().split()]
-    except OSError:
-        return []
-
-
-def descendants(pid):
-    found, todo = [], children(pid)
-    while todo:
-        found.append(todo.pop(0))
-        todo.extend(children(found[-1]))
-    return found
 
 
 def cmdline(pid):

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 import warm
+from research.process_tree import children, descendants  # noqa: F401  (the tests' names)
 
 REPO = Path(__file__).resolve().parents[1]
 USER_DIR = str(REPO / "autoassist_fairseq")
@@ -99,24 +100,6 @@ def log_records(output, kind="train_inner"):
                     fields[key] = value
         records.append(fields)
     return records
-
-
-def children(pid):
-    """Direct child processes of *pid*."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(c) for c in f.read().split()]
-    except FileNotFoundError:
-        return []
-
-
-def descendants(pid):
-    """Every process below *pid*, children first."""
-    found, todo = [], children(pid)
-    while todo:
-        found.append(todo.pop(0))
-        todo.extend(children(found[-1]))
-    return found
 
 
 def running(pid):
