@@ -463,3 +463,24 @@ def test_a_file_built_with_no_checks_has_none_for_a_run_that_requires_them(tiny_
     assert _suspect_pairs(store, "auto", "paper") is None  # auto: off, with a warning
     built = FeatureStore.open(str(tiny_data / "train.src-tgt.autoassist"))
     assert _suspect_pairs(built, "require", "paper") is not None
+
+
+def test_the_registry_declares_every_column_once_and_scores_read_each_checks_own():
+    """Each column of the pair-checks array belongs to exactly one check of the registry, and
+    a check's flags move only with its own columns."""
+    from autoassist_fairseq.features.check_settings import CHECKS, COLUMNS, REGISTRY
+
+    owned = [c for check in REGISTRY for c in check.columns]
+    assert sorted(owned) == sorted(COLUMNS) and len(owned) == len(set(owned))
+    assert CHECKS == tuple(check.name for check in REGISTRY)
+    settings = PairCheckSettings(checks=CHECKS)
+    for check in REGISTRY:
+        quiet = np.full((1, len(COLUMNS)), np.nan)
+        before = {name for name, (_, f) in check_scores(quiet, settings)[0].items() if f.any()}
+        loud = quiet.copy()
+        # a value past every bar in each of this check's columns, and nothing elsewhere
+        loud[0, list(check.at)] = {"language": [1.0, 1.0, -9.0], "unrelated": [0.99],
+                                   "digits": [9.0, 9.0, 0.0], "lexical": [-9.0, -9.0],
+                                   "script": [1.0], "langid": [99.0]}[check.name]
+        after = {name for name, (_, f) in check_scores(loud, settings)[0].items() if f.any()}
+        assert after - before == {check.name}

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from .binarised import dataset_prefix, open_side
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
 from .check_settings import check_available
-from .pair_checks import (_COUNT_KEYS, PairCheckSettings, add_settings_arguments,
+from .pair_checks import (REGISTRY, PairCheckSettings, add_settings_arguments,
                           pair_check_columns, settings_from_args)
 from .store import FeatureStore, feature_prefix
 from .tfidf import count_matrix, tfidf_features
@@ -218,16 +218,11 @@ def cli_main(argv=None) -> int:
     checks = store.meta["pair_checks"]
     share = checks["flagged"] / max(store.num_rows, 1)
     ran = checks["settings"]["checks"]
-    parts = {"language": "with a side in the wrong language",
-             "unrelated": "with unrelated sides", "digits": "with digits that differ",
-             "lexical": "without word-for-word translations",
-             "script": "with a side in another alphabet",
-             "langid": "with a side in another language by py3langid"}
     logger.info(f"pair checks ({', '.join(ran) or 'none'}): "
                 f"{checks['flagged']} pairs ({share:.2%}) flagged, trained at the floor unless "
                 f"--assistant-pair-checks off: " + ", ".join(
-                    f"{checks[_COUNT_KEYS.get(k, k)]} {v}" for k, v in parts.items()
-                    if k in ran and _COUNT_KEYS.get(k, k) in checks))
+                    f"{checks[c.count_key]} {c.flags}" for c in REGISTRY
+                    if c.name in ran and c.count_key in checks))
     if "language" in ran and not checks["languages"]:  # asked for, but could not run
         logger.info("the language check did not run: it needs one dictionary for both sides "
                     "(fairseq-preprocess --joined-dictionary)")

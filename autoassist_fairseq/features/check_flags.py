@@ -11,7 +11,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from .check_settings import _COUNT_KEYS, CHECKS, FLAG_PROBABILITY, MIN_OWN_LANGUAGE_SHARE, \
+from .check_settings import CHECK, FLAG_PROBABILITY, MIN_OWN_LANGUAGE_SHARE, REGISTRY, \
     PairCheckSettings
 
 
@@ -34,23 +34,27 @@ def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = Non
     checks = np.asarray(checks, dtype=np.float64)
     out, margins = {}, []
     eps = 1e-6
+    src_p, tgt_p, own = CHECK["language"].at
+    digits, lexical = CHECK["digits"].at, list(CHECK["lexical"].at)
+    (unrelated,), (script,), (langid,) = (CHECK[c].at for c in ("unrelated", "script", "langid"))
     with np.errstate(invalid="ignore", divide="ignore"):
-        if not np.isnan(checks[:, :2]).all():
-            p = np.clip(np.nanmax(np.nan_to_num(checks[:, :2], nan=0.0), axis=1), eps, 1 - eps)
+        if not np.isnan(checks[:, [src_p, tgt_p]]).all():
+            p = np.clip(np.nanmax(np.nan_to_num(checks[:, [src_p, tgt_p]], nan=0.0), axis=1),
+                        eps, 1 - eps)
             t = settings.flag_probability
             margin = np.log(p / (1 - p)) - np.log(t / (1 - t))
-            if checks.shape[1] > 3 and not np.isnan(checks[:, 3]).all():
+            if checks.shape[1] > own and not np.isnan(checks[:, own]).all():
                 # nats per subword: x4 puts a side's mean on the scale of a sentence's log-odds
-                evidence = np.where(np.isnan(checks[:, 3]), np.inf, checks[:, 3])
+                evidence = np.where(np.isnan(checks[:, own]), np.inf, checks[:, own])
                 margin = np.maximum(margin, 4.0 * (settings.language_evidence - evidence))
             out["language"] = (margin, margin > 0)
             margins.append(margin)
-        if not np.isnan(checks[:, 2]).all():
-            p = np.nan_to_num(checks[:, 2], nan=0.0)
+        if not np.isnan(checks[:, unrelated]).all():
+            p = np.nan_to_num(checks[:, unrelated], nan=0.0)
             out["unrelated"] = (p, p > settings.unrelated_p_value)
             margins.append(np.log(p + eps) - np.log(settings.unrelated_p_value + eps))
-        if checks.shape[1] > 4 and not np.isnan(checks[:, 4]).all():
-            different, a, b = (np.nan_to_num(checks[:, i], nan=0.0) for i in (4, 5, 6))
+        if checks.shape[1] > max(digits) and not np.isnan(checks[:, digits[0]]).all():
+            different, a, b = (np.nan_to_num(checks[:, i], nan=0.0) for i in digits)
             share = different / np.maximum(a + b, 1.0)
             one_side = (a == 0) | (b == 0)
             hit = np.where(one_side, different >= settings.digits_one_side,
@@ -58,20 +62,20 @@ def check_scores(checks: np.ndarray, settings: Optional[PairCheckSettings] = Non
                            (share >= settings.digits_share))
             out["digits"] = (share, hit)
             margins.append(np.where(hit, share, np.minimum(share - settings.digits_share, -eps)))
-        if checks.shape[1] > 8 and not np.isnan(checks[:, 7:9]).all():
+        if checks.shape[1] > max(lexical) and not np.isnan(checks[:, lexical]).all():
             # the worse side's score; NaN (too few subwords to tell): never flagged; x4 as
             # the own-language evidence (nats per subword to a sentence's log-odds)
-            score = np.fmin(checks[:, 7], checks[:, 8])
+            score = np.fmin(checks[:, lexical[0]], checks[:, lexical[1]])
             margin = 4.0 * (settings.lexical_bar - np.where(np.isnan(score), np.inf, score))
             out["lexical"] = (-score, margin > 0)
             margins.append(margin)
-        if checks.shape[1] > 9 and "script" in settings.checks:
-            share = checks[:, 9]  # NaN: too few letters of a rare script, never flagged
+        if checks.shape[1] > script and "script" in settings.checks:
+            share = checks[:, script]  # NaN: too few letters of a rare script, never flagged
             hit = share >= settings.script_share
             out["script"] = (np.nan_to_num(share, nan=0.0), hit)
             margins.append(np.where(np.isnan(share), -np.inf, share - settings.script_share + eps))
-        if checks.shape[1] > 10 and "langid" in settings.checks:
-            score, hit, margin = langid_flags(checks[:, 10], settings.langid_bar)
+        if checks.shape[1] > langid and "langid" in settings.checks:
+            score, hit, margin = langid_flags(checks[:, langid], settings.langid_bar)
             out["langid"] = (score, hit)
             margins.append(margin)  # nats of log-likelihood: a log-odds scale
     margin = np.max(margins, axis=0) if margins else np.full(len(checks), -np.inf)
@@ -114,8 +118,8 @@ def flag_counts(checks: np.ndarray, settings: Optional[PairCheckSettings] = None
     """Pairs flagged in all, and by each check."""
     per_check, _ = check_scores(checks, settings)
     counts = {"flagged": int(np.count_nonzero(flagged(checks, settings)))}
-    counts.update({_COUNT_KEYS.get(name, name): 0 for name in CHECKS})  # those that did not run
-    counts.update({_COUNT_KEYS.get(name, name): int(np.count_nonzero(f))
+    counts.update({c.count_key: 0 for c in REGISTRY})  # those that did not run
+    counts.update({CHECK[name].count_key: int(np.count_nonzero(f))
                    for name, (_, f) in per_check.items()})
     return counts
 

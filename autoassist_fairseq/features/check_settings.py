@@ -62,8 +62,6 @@ SCRIPT_SHARE = 0.5
 # Nats of log-likelihood by which another language must score above a side's own for the
 # langid check to flag it: set on clean corpora (:mod:`.langid_check` gives the measurements).
 LANGID_BAR = 7.0
-# The checks, by name (PairCheckSettings.checks).
-CHECKS = ("language", "unrelated", "digits", "lexical", "script", "langid")
 # The checks that run unless --pair-checks names others, the same on every machine: a
 # default that followed what is installed would give the same command other flags on two
 # machines. The lexical check is opt-in: on the labelled ParaCrawl pairs it added under half
@@ -75,14 +73,46 @@ CHECKS = ("language", "unrelated", "digits", "lexical", "script", "langid")
 # wrong (mostly third) language, against 60-68%, for 8.0% of the valid ones, against 6.8%; it
 # makes autoassist-features 1.4-1.6x slower on short sentences (Tatoeba), 2.2-2.6x on news.
 DEFAULT_CHECKS = ("language", "unrelated", "digits", "script", "langid")
-# the header's key for a check's count of flags where it differs from the check's name: the
-# key that feature files already hold
-_COUNT_KEYS = {"language": "wrong_language"}
-# Columns of the pair-checks array (pairs x 10).
+# Columns of the pair-checks array (pairs x 11): the feature file's layout, in this order.
 COLUMNS = ("source_in_target_language", "target_in_source_language", "unrelated_p_value",
            "own_language_evidence", "digits_different", "source_digits", "target_digits",
            "source_translation_score", "target_translation_score", "foreign_script_share",
            "other_language_margin")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One pair check, declared once: its name (in ``--pair-checks`` and
+    :attr:`PairCheckSettings.checks`), its columns of the pair-checks array (of
+    :data:`COLUMNS`), the feature-file header's key of its count of flagged pairs, and what
+    a pair it flags has (the build's log). Its bars are :class:`PairCheckSettings`' fields."""
+    name: str
+    columns: Tuple[str, ...]
+    count_key: str
+    flags: str
+
+    @property
+    def at(self) -> Tuple[int, ...]:
+        """Its columns' indices in the pair-checks array."""
+        return tuple(COLUMNS.index(c) for c in self.columns)
+
+
+REGISTRY = (
+    Check("language", ("source_in_target_language", "target_in_source_language",
+                       "own_language_evidence"), "wrong_language",
+          "with a side in the wrong language"),
+    Check("unrelated", ("unrelated_p_value",), "unrelated", "with unrelated sides"),
+    Check("digits", ("digits_different", "source_digits", "target_digits"), "digits",
+          "with digits that differ"),
+    Check("lexical", ("source_translation_score", "target_translation_score"), "lexical",
+          "without word-for-word translations"),
+    Check("script", ("foreign_script_share",), "script", "with a side in another alphabet"),
+    Check("langid", ("other_language_margin",), "langid",
+          "with a side in another language by py3langid"),
+)
+CHECK = {c.name: c for c in REGISTRY}
+# The checks, by name (PairCheckSettings.checks).
+CHECKS = tuple(CHECK)
 # widths of the arrays older autoassist-features wrote: their first columns are COLUMNS'
 OLDER_WIDTHS = (3, 7, 9, 10)
 

@@ -37,7 +37,8 @@ import scipy.sparse as sp
 from .check_settings import (  # noqa: F401  (re-exported: the checks' public names)
     CHECKS, COLUMNS, DEFAULT_CHECKS, DIGITS_MIN_DIFFERENT, DIGITS_ONE_SIDE, DIGITS_SHARE,
     FLAG_PROBABILITY, LANGUAGE_EVIDENCE, MIN_OWN_LANGUAGE_SHARE, OLDER_WIDTHS,
-    UNRELATED_P_VALUE, _COUNT_KEYS, PairCheckSettings, add_settings_arguments, settings_from_args)
+    UNRELATED_P_VALUE, CHECK, REGISTRY, PairCheckSettings, add_settings_arguments,
+    settings_from_args)
 from .check_flags import (  # noqa: F401  (re-exported: the checks' public names)
     check_languages_differ, check_scores, flag_counts, flagged, union_score)
 from .langid_check import langid_scores
@@ -75,7 +76,7 @@ def pair_check_columns(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     del lsi_sides
     out = fitted._score(src_counts, tgt_counts, texts, held)
     if "lexical" in settings.checks:
-        out[:, 7:9] = lexical_scores(src_counts, tgt_counts, joined=languages)
+        out[:, CHECK["lexical"].at] = lexical_scores(src_counts, tgt_counts, joined=languages)
     return out
 
 
@@ -96,23 +97,23 @@ class FittedChecks:
         out = np.full((src_counts.shape[0], len(COLUMNS)), np.nan, dtype=np.float32)
         if self.lsi is not None:
             sides = lsi_sides.pop() if lsi_sides else None
-            out[:, 2] = unrelated_apply(self.lsi, src_counts, tgt_counts, sides)
+            out[:, CHECK["unrelated"].at[0]] = unrelated_apply(self.lsi, src_counts, tgt_counts, sides)
             del sides
         if self.nb is not None:
-            out[:, [0, 1, 3]] = language_apply(self.nb, src_counts, tgt_counts)
+            out[:, CHECK["language"].at] = language_apply(self.nb, src_counts, tgt_counts)
         elif self.languages and "language" in checks:  # fitted on no pairs
-            out[:, [0, 1, 3]] = 0.0
+            out[:, CHECK["language"].at] = 0.0
         if self.symbols is not None:
             src_symbols, tgt_symbols = self.symbols
             if "digits" in checks:
-                out[:, 4:7] = digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols)
+                out[:, CHECK["digits"].at] = digit_scores(src_counts, tgt_counts, src_symbols, tgt_symbols)
             if "script" in checks:
-                out[:, 9] = script_scores(src_counts, tgt_counts, src_symbols, tgt_symbols,
+                out[:, CHECK["script"].at[0]] = script_scores(src_counts, tgt_counts, src_symbols, tgt_symbols,
                                           joined=self.languages,
                                           rare_script=self.settings.rare_script,
                                           fitted=self.script)
         if "langid" in checks and texts is not None:
-            out[:, 10] = langid_scores(*texts, *self.langs)
+            out[:, CHECK["langid"].at[0]] = langid_scores(*texts, *self.langs)
         return out
 
     def score(self, src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
