@@ -17,8 +17,8 @@ import json
 
 import numpy as np
 
-from autoassist_fairseq.features import langid_check
-from autoassist_fairseq.features.words import unshared_bags
+from autoassist_fairseq.checks import langid as langid_check
+from autoassist_fairseq.checks.words import unshared_bags
 from research.bench import doc_parser
 
 

@@ -17,7 +17,7 @@ skipping the noise. This script writes that corpus from a directory of
   ``python -m research.bench --data OUT`` runs every arm.
 
 ``--by checks`` keeps instead the pairs that ``autoassist-features``' pair checks do not
-flag (``features.pair_checks.flagged`` of DATA's pair-checks file, no labels needed): the
+flag (``checks.columns.flagged`` of DATA's pair-checks file, no labels needed): the
 corpus a user gets who filters with the checks before training plain fairseq, the simple
 alternative to accepting flagged pairs at the floor (the product's ``autoassist-filter``,
 whose code this runs, with the corpus's labels counted beside).

@@ -3,7 +3,7 @@
 
 The bar of ``--langid-bar`` is set from clean corpora, never from labelled noise: each clean
 corpus's raw text (``PREFIX.SRC``/``PREFIX.TGT``, plain or ``.gz``) is scored by
-``features.langid_check.langid_scores`` (the words of a side that the other side lacks,
+``checks.langid.langid_scores`` (the words of a side that the other side lacks,
 its own language against the best other one), and the share of pairs over each bar, the
 upper percentiles and the identifier's speed (pairs per CPU second) are written. With
 ``--features NAME=PREFIX`` (a corpus as prepared, its ``autoassist-features`` files), the
@@ -22,8 +22,8 @@ import time
 import numpy as np
 
 from autoassist_fairseq.tools.labelled_pairs import read_clean
-from autoassist_fairseq.features.langid_check import langid_scores
-from autoassist_fairseq.features.pair_checks import flagged
+from autoassist_fairseq.checks.langid import langid_scores
+from autoassist_fairseq.checks.columns import flagged
 from autoassist_fairseq.features.store import FeatureStore
 from research.bench import doc_parser
 

@@ -92,7 +92,7 @@ def pair_check_flags(pairs):
     when the feature file cannot give them), whether or not the run used them."""
     if not pairs.has_assistant:
         return None
-    from autoassist_fairseq.features.pair_checks import flagged
+    from autoassist_fairseq.checks.columns import flagged
 
     features = pairs.task.features
     try:

@@ -23,7 +23,7 @@ language, and each side's own-language evidence), ``lsi`` (cross-language LSI co
 (share of the shorter side's subwords that the other side holds), ``punct`` (punctuation
 without a counterpart, and its share), ``script`` (the script check's foreign-script share),
 and in the configurations "with lexical" ``lexical`` (the opt-in lexical check's two side
-scores, IBM Model 1 tables of :mod:`autoassist_fairseq.features.lexical` fitted on one fold
+scores, IBM Model 1 tables of :mod:`autoassist_fairseq.checks.lexical` fitted on one fold
 and scoring the other).
 
 Negatives (kinds): ``random`` (source of one pair, target of another), ``length`` (the target
@@ -76,10 +76,10 @@ from sklearn.naive_bayes import MultinomialNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler, normalize
 
-from autoassist_fairseq.features import lexical
-from autoassist_fairseq.features.pair_checks import (check_scores, digit_scores, flagged,
+from autoassist_fairseq.checks import lexical
+from autoassist_fairseq.checks.columns import (check_scores, digit_scores, flagged,
                                                      pair_check_columns)
-from autoassist_fairseq.features.scripts import script_scores
+from autoassist_fairseq.checks.scripts import script_scores
 from autoassist_fairseq.features.tfidf import count_matrix
 from autoassist_fairseq.tools import labelled_pairs, mix_preparation
 from autoassist_fairseq.tools.check_figures import noise_auc
@@ -155,7 +155,7 @@ class PairFeatures:
 
 
 def lexical_tables(src, tgt, rows):
-    """IBM Model 1 tables (features.lexical) fitted on the pairs *rows*, both directions."""
+    """IBM Model 1 tables (checks.lexical) fitted on the pairs *rows*, both directions."""
     src, tgt = lexical._binary(src[rows]), lexical._binary(tgt[rows])
     tables = []
     for a, b in ((tgt, src), (src, tgt)):
@@ -398,7 +398,7 @@ def measure(args) -> dict:
 # ---- calibrated combination: each score as its share among the corpus's own negatives ----
 
 def check_columns(make, a, b, symbols, null, script_share):
-    """The default checks' columns (features.pair_checks.COLUMNS) of any pairs (a, b) over
+    """The default checks' columns (checks.columns.COLUMNS) of any pairs (a, b) over
     the corpus's vocabulary, from the models *make* fitted on the corpus: the same naive
     Bayes and LSI as the checks, the p-value against *null* (sorted LSI cosines of random
     pairings of the corpus)."""

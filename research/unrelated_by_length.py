@@ -2,7 +2,7 @@
 of distinct subwords, and the rate a per-pair null would give.
 
 The check's p-value compares a pair's LSI similarity with random pairings of the whole
-corpus (:mod:`autoassist_fairseq.features.unrelated_check`). This study asks whether its
+corpus (:mod:`autoassist_fairseq.checks.unrelated`). This study asks whether its
 flags on a clean corpus come from sides too short to carry evidence (then the rate falls with
 length) or from the LSI space itself (then long pairs are flagged too), and what a null
 conditioned on the pair's own sides would flag: the share of K random targets as similar to
@@ -21,8 +21,8 @@ import argparse
 
 import numpy as np
 
-from autoassist_fairseq.features.check_settings import UNRELATED_P_VALUE, PairCheckSettings
-from autoassist_fairseq.features.unrelated_check import _similarity, unrelated_apply
+from autoassist_fairseq.checks.settings import UNRELATED_P_VALUE, PairCheckSettings
+from autoassist_fairseq.checks.unrelated import _similarity, unrelated_apply
 from autoassist_fairseq.prepare.text_files import open_text
 from autoassist_fairseq.tools.pair_files import read_pairs
 from autoassist_fairseq.tools.pair_scorer import PairScorer

@@ -374,7 +374,7 @@ def test_the_default_checks_do_not_depend_on_what_is_installed(data, monkeypatch
     with both fixes, rather than building other flags than the same command elsewhere."""
     import sys
 
-    from autoassist_fairseq.features.pair_checks import DEFAULT_CHECKS
+    from autoassist_fairseq.checks.columns import DEFAULT_CHECKS
 
     assert DEFAULT_CHECKS == ("language", "unrelated", "digits", "script", "langid")
     monkeypatch.setitem(sys.modules, "py3langid", None)  # not installed: import fails

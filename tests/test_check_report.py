@@ -193,7 +193,7 @@ def test_union_score_ranks_flagged_pairs_first_then_adds_the_checks_evidence():
     """Pairs a check flags come first, by their largest margin; the others by the sum of the
     checks' standardised scores, so two moderate signals outrank one signal alone (which
     the largest margin would rank the other way)."""
-    from autoassist_fairseq.features.pair_checks import union_score
+    from autoassist_fairseq.checks.columns import union_score
 
     # pairs 0-3 unflagged; 4 and 5 flagged by the first check (margins 0.5 and 2)
     first = np.array([0.0, 0.6, 0.9, 0.0, 2.0, 3.0])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from autoassist_fairseq.features import build
-from autoassist_fairseq.features.pair_checks import PairCheckSettings
+from autoassist_fairseq.checks.columns import PairCheckSettings
 from autoassist_fairseq.features.store import FeatureStore
 
 

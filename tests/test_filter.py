@@ -125,7 +125,7 @@ def test_filtered_features_are_built_at_the_settings_of_data(tiny_data, tmp_path
     """OUT's pair checks run with the checks and bars DATA's features were built with, so
     that training on OUT flags by what the user chose, not by the defaults."""
     from autoassist_fairseq.features.build import build_features
-    from autoassist_fairseq.features.pair_checks import PairCheckSettings
+    from autoassist_fairseq.checks.columns import PairCheckSettings
 
     data = shutil.copytree(tiny_data, tmp_path / "data")
     chosen = PairCheckSettings(checks=("language", "unrelated"), unrelated_p_value=0.05)
@@ -174,7 +174,7 @@ def test_drop_share_without_ranking_checks_is_refused(tiny_data, tmp_path, capsy
     are the most noise-like: --drop-share would drop the first rows of the corpus. A file
     without checks is refused even without --drop-share (there is nothing to filter by)."""
     from autoassist_fairseq.features.build import build_features
-    from autoassist_fairseq.features.pair_checks import PairCheckSettings
+    from autoassist_fairseq.checks.columns import PairCheckSettings
 
     data = shutil.copytree(tiny_data, tmp_path / "data")
     build_features(str(data), "src", "tgt", settings=PairCheckSettings(checks=checks))

@@ -24,9 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "autoassist_fairseq"
 # modules (and subpackages, with their modules) that the Boss's path must not import
 NOT_ON_THE_BOSS_PATH = tuple(f"autoassist_fairseq.{name}" for name in (
-    "features.pair_checks", "features.language_check", "features.unrelated_check",
-    "features.build", "features.langid_check", "features.lexical", "features.scripts",
-    "features.digits", "features.words", "features.tfidf",
+    "checks.columns", "checks.language", "checks.unrelated", "checks.langid",
+    "checks.lexical", "checks.scripts", "checks.digits", "checks.words",
+    "features.build", "features.tfidf",
     "tools", "prepare", "diagnose"))
 
 # what registering with fairseq gives (autoassist_fairseq.register): the task, the rex

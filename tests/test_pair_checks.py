@@ -6,15 +6,15 @@ import pytest
 import scipy.sparse as sp
 
 from autoassist_fairseq.assistant import Assistant, AssistantHParams
-from autoassist_fairseq.features.pair_checks import (COLUMNS, FLAG_PROBABILITY,
+from autoassist_fairseq.checks.columns import (COLUMNS, FLAG_PROBABILITY,
                                                      PairCheckSettings, check_languages_differ,
                                                      check_scores, digit_scores, flag_counts,
                                                      flagged, pair_check_columns,
                                                      settings_from_args)
-from autoassist_fairseq.features.language_check import (language_scores,
+from autoassist_fairseq.checks.language import (language_scores,
                                                         other_language_probability)
-from autoassist_fairseq.features.lexical import LEXICAL_BAR, lexical_scores
-from autoassist_fairseq.features.unrelated_check import lsi_components, unrelated_p_value
+from autoassist_fairseq.checks.lexical import LEXICAL_BAR, lexical_scores
+from autoassist_fairseq.checks.unrelated import lsi_components, unrelated_p_value
 from autoassist_fairseq.features.store import FeatureStore, feature_prefix
 from autoassist_fairseq.features.tfidf import count_matrix, tfidf_features
 from utils import TINY_TRANSFORMER, read_trace, run, train_args
@@ -451,7 +451,7 @@ def test_a_file_built_with_no_checks_has_none_for_a_run_that_requires_them(tiny_
     ``--assistant-pair-checks require`` that must stop the run as a file without the array
     does, not train with 0 pairs flagged."""
     from autoassist_fairseq.features.build import build_features
-    from autoassist_fairseq.features.check_settings import PairCheckSettings
+    from autoassist_fairseq.checks.settings import PairCheckSettings
     from autoassist_fairseq.features.store import FeatureStore
     from autoassist_fairseq.features.training import _suspect_pairs
 
@@ -468,7 +468,7 @@ def test_a_file_built_with_no_checks_has_none_for_a_run_that_requires_them(tiny_
 def test_the_registry_declares_every_column_once_and_scores_read_each_checks_own():
     """Each column of the pair-checks array belongs to exactly one check of the registry, and
     a check's flags move only with its own columns."""
-    from autoassist_fairseq.features.check_settings import CHECKS, COLUMNS, REGISTRY
+    from autoassist_fairseq.checks.settings import CHECKS, COLUMNS, REGISTRY
 
     owned = [c for check in REGISTRY for c in check.columns]
     assert sorted(owned) == sorted(COLUMNS) and len(owned) == len(set(owned))

@@ -1,16 +1,16 @@
-"""The langid check (features/langid_check.py): a side in a language other than its own."""
+"""The langid check (checks/langid.py): a side in a language other than its own."""
 import logging
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from autoassist_fairseq.features import langid_check
-from autoassist_fairseq.features.langid_check import (LANGID_BAR, feature_counts, identifier,
+from autoassist_fairseq.checks import langid as langid_check
+from autoassist_fairseq.checks.langid import (LANGID_BAR, feature_counts, identifier,
                                                       identifier_code, langid_scores,
                                                       naive_bayes_scores)
-from autoassist_fairseq.features.words import decode_pieces
-from autoassist_fairseq.features.pair_checks import (COLUMNS, DEFAULT_CHECKS, PairCheckSettings,
+from autoassist_fairseq.checks.words import decode_pieces
+from autoassist_fairseq.checks.columns import (COLUMNS, DEFAULT_CHECKS, PairCheckSettings,
                                                      flag_counts, flagged, pair_check_columns,
                                                      settings_from_args)
 from autoassist_fairseq.features.store import FeatureStore

@@ -1,9 +1,9 @@
-"""The script check (features/scripts.py): a side in an alphabet its language does not use."""
+"""The script check (checks/scripts.py): a side in an alphabet its language does not use."""
 import argparse
 
 import numpy as np
 
-from autoassist_fairseq.features.pair_checks import (COLUMNS, DEFAULT_CHECKS, PairCheckSettings,
+from autoassist_fairseq.checks.columns import (COLUMNS, DEFAULT_CHECKS, PairCheckSettings,
                                                      add_settings_arguments, flag_counts,
                                                      flagged, pair_check_columns,
                                                      settings_from_args)

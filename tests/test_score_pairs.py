@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from autoassist_fairseq.tools.mix_preparation import joined_counts
-from autoassist_fairseq.features.pair_checks import PairCheckSettings, flagged, \
+from autoassist_fairseq.checks.columns import PairCheckSettings, flagged, \
     pair_check_columns
 from autoassist_fairseq.prepare import spm_train_encode as spm
 from autoassist_fairseq.tools import score_pairs

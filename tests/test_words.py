@@ -1,10 +1,10 @@
-"""The words of a side (features/words.py): texts and subword pieces give the same words."""
+"""The words of a side (checks/words.py): texts and subword pieces give the same words."""
 import numpy as np
 import pytest
 
-from autoassist_fairseq.features import words as words_module
-from autoassist_fairseq.features.langid_check import langid_scores
-from autoassist_fairseq.features.words import Pieces, decode_pieces, side_words, unshared_bags
+from autoassist_fairseq.checks import words as words_module
+from autoassist_fairseq.checks.langid import langid_scores
+from autoassist_fairseq.checks.words import Pieces, decode_pieces, side_words, unshared_bags
 from utils import unshared_words
 
 SPM = [["\u2581Das", "\u2581Ha", "us", "\u2581ist", "\u2581alt", "."],

@@ -148,9 +148,9 @@ class FixedAssistant:
 
 
 def unshared_words(text: str, other: str) -> str:
-    """The words of *text* that *other* lacks (``features.words.unshared_bags`` of one
+    """The words of *text* that *other* lacks (``checks.words.unshared_bags`` of one
     pair), joined."""
-    from autoassist_fairseq.features.words import unshared_bags
+    from autoassist_fairseq.checks.words import unshared_bags
 
     vocabulary, ((_, ids), _) = unshared_bags([text], [other])
     words = list(vocabulary)

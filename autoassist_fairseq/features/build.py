@@ -22,12 +22,12 @@ from tqdm import tqdm
 
 from .binarised import dataset_prefix, open_side
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
-from .check_settings import check_available
-from .pair_checks import (REGISTRY, PairCheckSettings, add_settings_arguments,
+from ..checks.settings import check_available
+from ..checks.columns import (REGISTRY, PairCheckSettings, add_settings_arguments,
                           pair_check_columns, settings_from_args)
 from .store import FeatureStore, feature_prefix
 from .tfidf import count_matrix, tfidf_features
-from .words import Pieces
+from ..checks.words import Pieces
 
 logger = logging.getLogger("autoassist_fairseq.features")
 

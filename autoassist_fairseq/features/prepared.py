@@ -59,7 +59,7 @@ def open_training_sides(data: Path, src: str, tgt: str):
 def flagged_pairs(data: Path, src: str, tgt: str):
     """Per binarised training pair, whether a pair check of its feature file flags it (as the
     task decides it), the union's noise score of each pair
-    (:func:`.check_flags.union_score`), and the settings the checks ran with. The file is
+    (:func:`..checks.flags.union_score`), and the settings the checks ran with. The file is
     checked against the binarised text, as training checks it."""
     flags, _, union, settings = check_evidence(data, src, tgt)
     return flags, union, settings
@@ -68,7 +68,7 @@ def flagged_pairs(data: Path, src: str, tgt: str):
 def check_evidence(data: Path, src: str, tgt: str):
     """:func:`flagged_pairs` with each check's (score, flags) before the union's score:
     (flags, per_check, union, settings)."""
-    from .check_flags import check_scores, union_score
+    from ..checks.flags import check_scores, union_score
     from .training import open_checked_features
 
     sides = open_training_sides(data, src, tgt)

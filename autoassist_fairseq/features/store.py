@@ -1,5 +1,5 @@
 """The feature file: a CSR matrix stored as three ``.npy`` arrays plus a JSON header, and
-the pair checks (:mod:`.pair_checks`) of every row in a fourth array.
+the pair checks (:mod:`..checks.columns`) of every row in a fourth array.
 
 Every worker's Assistant memory-maps the same arrays instead of loading a copy, so N
 workers on a machine share one set of pages in the OS page cache. The header records the
@@ -17,8 +17,8 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
-from .check_flags import check_languages_differ, flag_counts, flagged
-from .check_settings import COLUMNS, OLDER_WIDTHS, PairCheckSettings
+from ..checks.flags import check_languages_differ, flag_counts, flagged
+from ..checks.settings import COLUMNS, OLDER_WIDTHS, PairCheckSettings
 from .store_files import load_array, prefix_hint, read_header, write_error
 
 FORMAT_VERSION = 1
@@ -75,7 +75,7 @@ class FeatureStore:
              pair_check_columns: Optional[np.ndarray] = None,
              pair_check_settings: Optional[PairCheckSettings] = None) -> None:
         """Write *features*, the *pair_check_columns* (pairs x len(COLUMNS),
-        :mod:`.pair_checks`; the header records the *pair_check_settings* they ran with and
+        :mod:`..checks.columns`; the header records the *pair_check_settings* they ran with and
         flag by) and *meta*.
 
         Every file is written to a ``.tmp`` beside it first; only when all are complete are
@@ -202,7 +202,7 @@ class FeatureStore:
         return store
 
     def pair_check_columns(self) -> Optional[np.ndarray]:
-        """The pair checks, pairs x len(COLUMNS) (columns :data:`.pair_checks.COLUMNS`);
+        """The pair checks, pairs x len(COLUMNS) (columns :data:`..checks.columns.COLUMNS`);
         None when the file was built without them."""
         path = f"{self.prefix}.{_PAIR_CHECKS}.npy"
         if "pair_checks" not in self.meta:
@@ -224,7 +224,7 @@ class FeatureStore:
         return checks
 
     def suspect_pairs(self) -> np.ndarray:
-        """Whether any pair check flags each row's pair (:mod:`.pair_checks`), at the settings
+        """Whether any pair check flags each row's pair (:mod:`..checks.columns`), at the settings
         recorded in the header.
 
         Raises:

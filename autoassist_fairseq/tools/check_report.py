@@ -5,7 +5,7 @@ noise. The command mixes them into a clean corpus of the same language pair at a
 share, prepares the mix as ``scripts/prepare-corpus.sh`` does (the same cleaning step,
 joint sentencepiece BPE, the same subword filters), counts the subwords of each side over one
 joined vocabulary (what ``fairseq-preprocess --joined-dictionary`` binarises) and runs
-:func:`..features.pair_checks.pair_check_columns`, the function ``autoassist-features`` runs. It
+:func:`..checks.columns.pair_check_columns`, the function ``autoassist-features`` runs. It
 then scores every check on the labelled pairs:
 
 - ``flag_rate[check][label]``: share of each label's pairs flagged by a check (of those that
@@ -18,7 +18,7 @@ then scores every check on the labelled pairs:
   translations (``V``, ``F``);
 - ``auc[name]``: area under the ROC curve of each score for ``V``+``F`` against ``A``+``L``
   (scikit-learn), for each check's continuous score, the union
-  (:func:`..features.check_flags.union_score`; ``union_max_margin``: the union's pairs ranked
+  (:func:`..checks.flags.union_score`; ``union_max_margin``: the union's pairs ranked
   by their largest margin alone) and ``bicleaner``; pairs the cleaning dropped rank above all;
 - ``noise_found_at_valid_share[score][s]``: the share of ``A``+``L`` pairs above the bar of
   that score which ``V``+``F`` pairs pass but for a share s (0.05, 0.1, 0.2, 0.3, 0.5);
@@ -60,8 +60,8 @@ import time
 
 import numpy as np
 
-from ..features.check_settings import check_available
-from ..features.pair_checks import add_settings_arguments, check_scores, \
+from ..checks.settings import check_available
+from ..checks.columns import add_settings_arguments, check_scores, \
     pair_check_columns, settings_from_args, union_score
 from .check_figures import flagged_union, report, report_intervals
 from .labelled_pairs import mix, read_clean, read_labelled

@@ -1,7 +1,7 @@
 """``autoassist-filter --drop-share``: which pairs a share of the corpus drops, by rank.
 
 The flagged pairs go first; the rest are ranked by the checks' combined evidence
-(:func:`..features.check_flags.union_score`). The scores must rank the share asked for:
+(:func:`..checks.flags.union_score`). The scores must rank the share asked for:
 where more pairs tie at the score at which the share ends than it still takes, the pairs
 taken from the tie would be picked by their place in the corpus alone, and a share that
 picks more than :data:`TIE_TOLERANCE` of its pairs that way is refused.

@@ -23,7 +23,7 @@ when complete, so a failure (a full disk, an interrupt) leaves an earlier OUT as
 The checks run at the settings that the feature file's header records, as the task reads
 them. ``--drop-share S`` drops more than the flagged pairs: the share S of the training
 pairs that rank as most noise-like under the checks' combined evidence
-(:func:`..features.check_flags.union_score`: the flagged pairs first, then the sum of the checks'
+(:func:`..checks.flags.union_score`: the flagged pairs first, then the sum of the checks'
 standardised scores), for crawled corpora noisier than the checks' bars assume; every
 flagged pair goes even where they are more than S. Nothing in DATA changes; a dropped pair
 stays there.
@@ -128,7 +128,7 @@ def filter_flagged(data, out, features: bool = True, drop_share: float = 0.0,
     noise-like pairs up to that share of all (:func:`ranked_drop`); with *scores_out*, also
     every pair's scores as a TSV (:mod:`.pair_scores`); OUT may then be None (the
     scores alone). Return (flags, dropped), one bool per binarised training pair of DATA."""
-    from ..features.check_settings import DEFAULT_CHECKS
+    from ..checks.settings import DEFAULT_CHECKS
     from ..features.store import build_command
 
     data = Path(data)

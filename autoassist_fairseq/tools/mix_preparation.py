@@ -10,7 +10,7 @@ from typing import Dict
 import numpy as np
 
 from ..features.tfidf import count_matrix
-from ..features.words import Pieces
+from ..checks.words import Pieces
 from ..prepare import clean_corpus, spm_train_encode
 
 
@@ -67,7 +67,7 @@ def prepare(src_lines, tgt_lines, src: str, tgt: str, workdir: str, bpe_size: in
 def joined_counts(src_pieces, tgt_pieces):
     """Subword counts of both sides over one vocabulary (the ``--joined-dictionary`` of
     ``fairseq-preprocess``, up to the order of its ids), the vocabulary's symbols, and each
-    side's :class:`..features.words.Pieces` (the langid check's input)."""
+    side's :class:`..checks.words.Pieces` (the langid check's input)."""
     vocab: Dict[str, int] = {}
     sides = []
     for side in (src_pieces, tgt_pieces):

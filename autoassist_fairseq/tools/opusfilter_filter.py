@@ -30,7 +30,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 import numpy as np
 import opusfilter
 
-from ..features.check_settings import PairCheckSettings
+from ..checks.settings import PairCheckSettings
 from .pair_scorer import BPE_SIZE, FIT_PAIRS, PairScorer
 
 logger = logging.getLogger("autoassist_fairseq.opusfilter_filter")

@@ -8,15 +8,15 @@ sample, as ``scripts/prepare-corpus.sh`` trains it, unless a model is given:
 :mod:`.sentencepiece_model`), the pieces counted over one vocabulary in the order
 :func:`.mix_preparation.joined_counts` builds it (what ``fairseq-preprocess
 --joined-dictionary`` binarises, up to the order of its ids).
-The checks are fitted once on the fit sample (:func:`..features.pair_checks.fit_checks`) and
+The checks are fitted once on the fit sample (:func:`..checks.columns.fit_checks`) and
 score any number of batches over that vocabulary; a piece the sample lacks is left out of the
 counts, as fairseq's ``<unk>`` carries no column weight, and kept in the text that the langid
 check reads.
 
 Scored on the sample itself, in one batch, the checks' columns are those of
-:func:`..features.pair_checks.pair_check_columns` on the same pieces, bit for bit; in several
+:func:`..checks.columns.pair_check_columns` on the same pieces, bit for bit; in several
 batches, equal up to the float32 rounding of the langid check's sums (whose order depends on
-the batch). The union's continuous score (:func:`..features.pair_checks.union_score`)
+the batch). The union's continuous score (:func:`..checks.columns.union_score`)
 standardises each check's score over its batch: it ranks pairs within a batch; the flags do
 not depend on the batch.
 """
@@ -27,10 +27,10 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..features.check_settings import CHECKS
-from ..features.pair_checks import PairCheckSettings, check_scores, fit_checks, union_score
+from ..checks.settings import CHECKS
+from ..checks.columns import PairCheckSettings, check_scores, fit_checks, union_score
 from ..features.tfidf import count_matrix
-from ..features.words import Pieces
+from ..checks.words import Pieces
 from .sentencepiece_model import load_sentencepiece, one_line, train_sentencepiece
 
 FIT_PAIRS = 200_000  # pairs the checks (and a sentencepiece model) are fitted on

@@ -5,7 +5,7 @@ One row per binarised training pair, in order:
 * ``pair``: its index in the binarised training set; ``line``: its 0-based line in the raw
   training text (``DATA/train.kept-lines``; empty where DATA has no such file);
 * ``<check>_score`` for each pair check of the feature file (empty where the check gives
-  the pair no evidence), ``union_score`` (:func:`..features.pair_checks.union_score`) and
+  the pair no evidence), ``union_score`` (:func:`..checks.columns.union_score`) and
   ``checks_flag`` (1 where a check flags the pair, as training decides it);
 * with the losses of two checkpoints (``--dynamics FIRST LAST``): ``loss_first``,
   ``loss_last`` (mean token losses, nats), ``target_tokens``, ``loss_last_z``, ``stall_z``,
@@ -35,7 +35,7 @@ def write_pair_scores(path: str, per_check: Dict[str, tuple], union: np.ndarray,
 
     Args:
         per_check (dict): check name -> (score, flags), of
-            :func:`..features.check_flags.check_scores`.
+            :func:`..checks.flags.check_scores`.
         union (np.ndarray): the union's score per pair.
         flags (np.ndarray): the checks' flag per pair (bool).
         dropped (np.ndarray): whether the filter drops the pair (bool).

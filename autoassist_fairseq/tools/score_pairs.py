@@ -37,7 +37,7 @@ from itertools import islice
 
 import numpy as np
 
-from ..features.check_settings import add_settings_arguments, settings_from_args
+from ..checks.settings import add_settings_arguments, settings_from_args
 from ..prepare.text_files import open_text
 from .pair_files import InputError, read_pairs, sample_pairs
 from .pair_scorer import BATCH_PAIRS, BPE_SIZE, FIT_PAIRS, PairScorer

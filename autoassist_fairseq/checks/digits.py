@@ -2,7 +2,7 @@
 
 A translation keeps its numbers (their format may change: 1,914.00 and 1.914,00 hold the same
 digits); a misaligned line of a price list or a calendar does not. The bars that flag a pair
-are in :mod:`.check_settings`, the flags in :func:`.pair_checks.check_scores`.
+are in :mod:`.settings`, the flags in :func:`.columns.check_scores`.
 """
 
 from typing import Sequence

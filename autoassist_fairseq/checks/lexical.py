@@ -2,7 +2,7 @@
 
 A misaligned crawled pair is often a neighbouring line of the same page: on the same topic,
 with the same names, so as alike as a translation in a topic space (cross-language LSI,
-:func:`.unrelated_check.unrelated_p_value`). What it lacks is the word-for-word correspondence of
+:func:`.unrelated.unrelated_p_value`). What it lacks is the word-for-word correspondence of
 a translation. The check learns a translation table of the corpus itself, IBM Model 1
 (`Brown et al., 1993 <https://aclanthology.org/J93-2003/>`_) over the subwords of the two
 sides, by EM on a sample of its pairs (no download, no pretrained model), in both
@@ -29,7 +29,7 @@ the EM over the (source subword, target subword) co-occurrences of at most
 import numpy as np
 import scipy.sparse as sp
 
-from .check_settings import LEXICAL_BAR  # noqa: F401  (the bar's home)
+from .settings import LEXICAL_BAR  # noqa: F401  (the bar's home)
 
 # table entries below this are pruned, and a subword's probability is floored at it
 MIN_PROBABILITY = 0.01

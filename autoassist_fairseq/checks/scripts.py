@@ -1,7 +1,7 @@
 """The script check: is a side written in an alphabet its language does not use?
 
 A crawled line in Russian, Hindi or Chinese on one side of an English-German pair is a side
-in a third language that the two-class identifier of :func:`.language_check.language_scores`
+in a third language that the two-class identifier of :func:`.language.language_scores`
 cannot name, but its letters give it away at once. Which alphabets a side's language uses is
 read from the corpus itself, not from a list per language: a script (the first word of a
 letter's Unicode name: ``LATIN``, ``CYRILLIC``, ``CJK``, ``HIRAGANA``, ``DEVANAGARI``, ...;
@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .check_settings import RARE_SCRIPT, SCRIPT_SHARE  # noqa: F401  (the bars' home)
+from .settings import RARE_SCRIPT, SCRIPT_SHARE  # noqa: F401  (the bars' home)
 
 _MIN_LETTERS = 3  # letters in rare scripts a side needs before its share can flag it
 _WIDTH_FORMS = ("FULLWIDTH", "HALFWIDTH")

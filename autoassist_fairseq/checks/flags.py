@@ -2,22 +2,22 @@
 
 What the Boss and the Assistant need of the checks: the feature file's header holds each
 check's counts (:func:`flag_counts`), and the Boss marks the flagged pairs (:func:`flagged`,
-:func:`check_languages_differ`). This module imports numpy and :mod:`.check_settings` alone,
+:func:`check_languages_differ`). This module imports numpy and :mod:`.settings` alone,
 so that ``fairseq-train --user-dir`` and ``fairseq-generate --user-dir`` load none of the
-checks' fitting code (:mod:`.pair_checks`, scikit-learn's SVD and naive Bayes).
+checks' fitting code (:mod:`.columns`, scikit-learn's SVD and naive Bayes).
 """
 
 from typing import Dict, Optional
 
 import numpy as np
 
-from .check_settings import CHECK, FLAG_PROBABILITY, MIN_OWN_LANGUAGE_SHARE, REGISTRY, \
+from .settings import CHECK, FLAG_PROBABILITY, MIN_OWN_LANGUAGE_SHARE, REGISTRY, \
     PairCheckSettings
 
 
 def langid_flags(column: np.ndarray, bar: float):
     """The langid check's (score, flags, union margin) from its column of the pair checks
-    (:mod:`.langid_check`)."""
+    (:mod:`.langid`)."""
     score = np.nan_to_num(column, nan=-np.inf)
     return score, score > bar, np.where(np.isnan(column), -np.inf, column - bar)
 
@@ -138,7 +138,7 @@ def check_languages_differ(probability: np.ndarray, source: str = "the feature f
     """Raise ValueError when fewer than :data:`MIN_OWN_LANGUAGE_SHARE` of the sides are
     confidently in their own side's language: then the identifier cannot tell the two
     languages apart, and its flags would be chance. *probability*: the output of
-    :func:`.language_check.other_language_probability` or :func:`.pair_checks.pair_check_columns`
+    :func:`.language.other_language_probability` or :func:`.columns.pair_check_columns`
     (NaN columns: the language check did not run, nothing to check)."""
     probability = np.asarray(probability)[:, :2]
     if probability.size and np.isnan(probability).all():

@@ -4,11 +4,11 @@ Loss-based rules see noise late: a pair must be visited, often twice, before its
 mark it, and an untranslated copy is easy for the Boss, so its loss never marks it. The
 most common noise of crawled corpora is visible in the text itself (Khayrallah & Koehn,
 2018): the source copied as the target, or a target in the wrong language, which the
-language check (:mod:`.language_check`) finds. This module fits every check on a corpus
+language check (:mod:`.language`) finds. This module fits every check on a corpus
 and scores pairs with all of them (:func:`fit_checks`, :func:`pair_check_columns`).
 
 A misaligned pair (the target of another sentence, in the right language) passes that
-check; the unrelated check (:mod:`.unrelated_check`) asks whether its two sides are more
+check; the unrelated check (:mod:`.unrelated`) asks whether its two sides are more
 alike than random pairings of the corpus are.
 
 Real crawled noise is subtler (docs/results/paracrawl/README.md): a side is often in a
@@ -16,16 +16,16 @@ Real crawled noise is subtler (docs/results/paracrawl/README.md): a side is ofte
 a neighbouring line of the same page, which LSI finds as alike as a translation. Cheaper
 signals catch part of that:
 
-- the language check also takes a side's own-language evidence (:mod:`.language_check`;
+- the language check also takes a side's own-language evidence (:mod:`.language`;
   at most :data:`LANGUAGE_EVIDENCE` flags);
 - the digits check compares the digits of the numbers on the two sides
   (:data:`DIGITS_MIN_DIFFERENT`, :data:`DIGITS_SHARE`, :data:`DIGITS_ONE_SIDE`).
 
 The script check (:mod:`.scripts`) finds a side in an alphabet its language does not use;
 the opt-in lexical check (:mod:`.lexical`) asks for word-for-word correspondence, the langid
-check (:mod:`.langid_check`; on by default, it needs py3langid) a pretrained
-identifier of 140 languages. Which checks run and their bars: :mod:`.check_settings`;
-the scores and flags read from the checks' columns: :mod:`.check_flags` (both re-exported
+check (:mod:`.langid`; on by default, it needs py3langid) a pretrained
+identifier of 140 languages. Which checks run and their bars: :mod:`.settings`;
+the scores and flags read from the checks' columns: :mod:`.flags` (both re-exported
 here).
 """
 
@@ -34,19 +34,19 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 import scipy.sparse as sp
 
-from .check_settings import (  # noqa: F401  (re-exported: the checks' public names)
+from .settings import (  # noqa: F401  (re-exported: the checks' public names)
     CHECKS, COLUMNS, DEFAULT_CHECKS, DIGITS_MIN_DIFFERENT, DIGITS_ONE_SIDE, DIGITS_SHARE,
     FLAG_PROBABILITY, LANGUAGE_EVIDENCE, MIN_OWN_LANGUAGE_SHARE, OLDER_WIDTHS,
     UNRELATED_P_VALUE, CHECK, REGISTRY, PairCheckSettings, add_settings_arguments,
     settings_from_args)
-from .check_flags import (  # noqa: F401  (re-exported: the checks' public names)
+from .flags import (  # noqa: F401  (re-exported: the checks' public names)
     check_languages_differ, check_scores, flag_counts, flagged, union_score)
-from .langid_check import langid_scores
-from .language_check import check_one_vocabulary, language_apply, language_fit
+from .langid import langid_scores
+from .language import check_one_vocabulary, language_apply, language_fit
 from .digits import digit_counts, digit_scores  # noqa: F401  (re-exported)
 from .lexical import lexical_scores
 from .scripts import script_fit, script_scores
-from .unrelated_check import unrelated_apply, unrelated_fit
+from .unrelated import unrelated_apply, unrelated_fit
 from .words import Side
 
 def pair_check_columns(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
@@ -57,7 +57,7 @@ def pair_check_columns(src_counts: sp.csr_matrix, tgt_counts: sp.csr_matrix,
     """Every check of every pair: ``float32`` (pairs x 11), columns :data:`COLUMNS`
     (:func:`language_scores`, :func:`unrelated_p_value`, :func:`digit_scores`,
     :func:`.lexical.lexical_scores`, :func:`.scripts.script_scores`,
-    :func:`.langid_check.langid_scores`); the columns of a check that did not run
+    :func:`.langid.langid_scores`); the columns of a check that did not run
     (``settings.checks``) are NaN, never flagged.
 
     *symbols*: the text of each subword id (one list for a joined dictionary, or a pair of

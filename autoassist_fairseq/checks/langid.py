@@ -1,6 +1,6 @@
 """The langid check: is a side written in a language other than its own, a third one included?
 
-The language check of :mod:`.pair_checks` is fitted on the corpus, so it knows the corpus's
+The language check of :mod:`.columns` is fitted on the corpus, so it knows the corpus's
 two languages only; a crawled side in Spanish, Italian or Polish on the English side of an
 English-German pair has no class there (and shares the Latin script, so :mod:`.scripts` passes
 it). This check asks a pretrained identifier of 140 languages, ``py3langid`` (a numpy fork of
@@ -39,7 +39,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 from scipy import sparse
 
-from .check_settings import LANGID_BAR  # noqa: F401  (the bar's home)
+from .settings import LANGID_BAR  # noqa: F401  (the bar's home)
 from .words import Pieces, Side, unshared_bags, word_ids
 
 logger = logging.getLogger("autoassist_fairseq.features")

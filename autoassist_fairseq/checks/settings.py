@@ -2,9 +2,9 @@
 ``autoassist-features`` and ``autoassist-check-report`` that set them.
 
 :class:`PairCheckSettings` is recorded in the feature file's header, so the Boss flags pairs
-with the settings the file was built with. The checks themselves are in :mod:`.pair_checks`
+with the settings the file was built with. The checks themselves are in :mod:`.columns`
 and the modules it names; this module imports the standard library alone, since the Boss
-reads the settings back (:mod:`.check_flags`).
+reads the settings back (:mod:`.flags`).
 """
 
 import argparse
@@ -60,14 +60,14 @@ RARE_SCRIPT = 0.01
 # alphabet.
 SCRIPT_SHARE = 0.5
 # Nats of log-likelihood by which another language must score above a side's own for the
-# langid check to flag it: set on clean corpora (:mod:`.langid_check` gives the measurements).
+# langid check to flag it: set on clean corpora (:mod:`.langid` gives the measurements).
 LANGID_BAR = 7.0
 # The checks that run unless --pair-checks names others, the same on every machine: a
 # default that followed what is installed would give the same command other flags on two
 # machines. The lexical check is opt-in: on the labelled ParaCrawl pairs it added under half
 # a point of recall for 1.4x the features' time (docs/results/paracrawl/README.md), as its
 # tables learn little from a small corpus. The script check (:mod:`.scripts`) costs one sparse
-# product per side. The langid check (:mod:`.langid_check`) needs py3langid (setup.py installs
+# product per side. The langid check (:mod:`.langid`) needs py3langid (setup.py installs
 # it on Python >= 3.10; elsewhere :func:`check_available` stops a run that asks for it, with
 # the fix): with it the union finds 87-89% of the labelled crawled pairs with a side in a
 # wrong (mostly third) language, against 60-68%, for 8.0% of the valid ones, against 6.8%; it

@@ -1,7 +1,7 @@
 """The unrelated check: are a pair's two sides more alike than random pairings of the corpus?
 
 A misaligned pair (the target of another sentence, in the right language) passes the
-language check (:mod:`.language_check`). This check asks whether the two sides are more alike
+language check (:mod:`.language`). This check asks whether the two sides are more alike
 than random pairings of the corpus are, in a cross-language latent semantic space
 (cross-language LSI, `Dumais et al., 1997
 <https://cdn.aaai.org/Symposia/Spring/1997/SS-97-05/SS97-05-003.pdf>`_): a truncated SVD of
@@ -9,7 +9,7 @@ the joined TF-IDF rows ``[source | target]`` of the corpus learns which source a
 subwords occur together; each side is projected alone and the two projections are compared
 (cosine). A pair's p-value is the share of random pairings (source of one pair, target of
 another) at least as similar; it is flagged above
-:data:`.check_settings.UNRELATED_P_VALUE`.
+:data:`.settings.UNRELATED_P_VALUE`.
 
 Invariant: the random pairings pair the source of one pair with the target of another, never
 its own, so a p-value compares a pair with the corpus's unrelated pairs only.

@@ -7,14 +7,14 @@ written in the *other* language of the pair.
 The check is a naive Bayes language identifier with one class per side of the corpus,
 fitted on the corpus itself (scikit-learn's ``MultinomialNB`` over the same subword counts
 as the TF-IDF features). A side gets P(it is in the other side's language); it is flagged
-above :data:`.check_settings.FLAG_PROBABILITY`. Noise blurs the two classes only a little.
+above :data:`.settings.FLAG_PROBABILITY`. Noise blurs the two classes only a little.
 No model is downloaded; a corpus whose sides are one language cannot be told apart, which
-:func:`.check_flags.check_languages_differ` reports instead of flagging pairs at random.
+:func:`.flags.check_languages_differ` reports instead of flagging pairs at random.
 
 A side also gets its own-language evidence: the mean naive Bayes log-likelihood ratio (its
 language against the other) of the subwords it does not share with the other side (names
 and numbers are copied across; a third language is not). A real sentence scores far above
-0, a third language near it; at most :data:`.check_settings.LANGUAGE_EVIDENCE` flags.
+0, a third language near it; at most :data:`.settings.LANGUAGE_EVIDENCE` flags.
 """
 
 import numpy as np
