@@ -21,7 +21,7 @@ Arms (ARM@SHARE trains round(SHARE x B) updates, ``--max-update``):
   --min-lr 0`` (Chen et al., MLSys 2022);
 * ``default``: ``--task autoassist_translation`` with the plugin's defaults, same schedule;
 * ``random``: the random-skip control, same schedule, at the per-pass token acceptance of
-  the ``default`` run at the same share (its "AutoAssist data pass" log lines), which must
+  the ``default`` run at the same share (its pass log, ``passes.jsonl``), which must
   have finished first;
 * a ``--rule NAME="ARGS"``: ``--task autoassist_translation`` plus ARGS, same schedule;
 * ``plain-inverse-sqrt``: the config's own schedule over B (the earlier tables' baseline);
@@ -68,7 +68,7 @@ from research.bench.cli import parse_arm
 from research.bench.filtered_data import checked_data, opusfilter_data
 from research.bench.flags import KEEP_EPOCH_FLAGS, build_run_args, data_langs, drop_flags, \
     find_config, get_flag, read_args_file
-from research.bench.logs import build_curve, parse_log, random_rates
+from research.bench.logs import PASS_LOG, build_curve, parse_log, random_rates, read_passes
 from research.bench.runs import other_cpu_share, run_bleu, run_training
 from research.run_reuse import reusable_run
 
@@ -299,7 +299,7 @@ def run_seed(seed, plan, ctx):
                 raise BenchmarkError(f"random@{share}: the default run at that share "
                                      f"({source.parent}) has not finished: list it first")
             text = source.read_text()
-            rates = random_rates(parse_log(text), text)
+            rates = random_rates(parse_log(text), text, read_passes(source.parent / PASS_LOG))
         args = arm_args(arm, share, seed, ctx, rates)
         stage1 = None
         if arm == "plain-checked":

@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 from research.bench import BenchmarkError
-from research.bench.flags import drop_flags, is_flag
+from research.bench.flags import WHERE_FLAGS, is_flag, same_command
 from research.bench.logs import HEADER
 
 
@@ -45,7 +45,7 @@ def logged_mismatches(config_line, data, args):
     wanted = {"--data": str(data)} | flag_values(args)
     wrong = []
     for flag, value in wanted.items():
-        if flag in ("--save-dir", "--log-format", "--log-interval"):
+        if flag in WHERE_FLAGS + ("--log-format", "--log-interval"):
             continue
         name = flag.lstrip("-").replace("-", "_")
         m = re.search(rf"\b{name}=('[^']*'|\[[^\]]*\]|[^,)]+)", config_line)
@@ -65,8 +65,7 @@ def reusable_run(run_dir, data, args):
         last = text[text.rfind(HEADER):]
         theirs = shlex.split(last[len(HEADER):].splitlines()[0])[3:]  # after python -m module
         ours = [str(data)] + [str(t) for t in args]
-        wrong = [] if drop_flags(theirs, {"--save-dir"}) == drop_flags(ours, {"--save-dir"}) \
-            else [shlex.join(theirs)]
+        wrong = [] if same_command(theirs, ours) else [shlex.join(theirs)]
     else:
         starts = [line for line in text.splitlines() if "Namespace(" in line
                   and "fairseq_cli.train |" in line]

@@ -1,10 +1,13 @@
 """The Boss's side of the batch stream: fixed epochs over passes, exact save and resume."""
 
+import json
+
 import numpy as np
 import pytest
 
 from autoassist_fairseq.data.batch_generator import BatchGenerator
 from autoassist_fairseq.data.batch_stream import BatchStream, StreamState, agree_num_batches
+from autoassist_fairseq.metrics import COUNTERS
 
 N = 3000
 
@@ -170,9 +173,10 @@ def _pass_lines(caplog):
     return [r.getMessage() for r in caplog.records if "AutoAssist data pass" in r.getMessage()]
 
 
-def test_each_data_pass_logs_its_own_acceptance_and_resumes_it(sizes, caplog):
+def test_each_data_pass_logs_its_own_acceptance_and_resumes_it(sizes, caplog, tmp_path):
     """A fairseq epoch mixes passes, so the per-pass acceptance (what the random control
-    must follow) has its own log line, which a stream resumed mid-pass still gets right."""
+    must follow) has its own log line and pass-log record, which a stream resumed mid-pass
+    still gets right."""
     caplog.set_level("INFO", logger="autoassist_fairseq.data.batch_stream")
     gen = _gen(sizes)
     gen.begin_pass(1)
@@ -182,29 +186,37 @@ def test_each_data_pass_logs_its_own_acceptance_and_resumes_it(sizes, caplog):
         windows.append(gen.next_window(lambda ids: _score(ids) * (0.5 if gen.data_pass > 1 else 1)))
         return windows[-1]
 
-    stream = BatchStream(_gen(sizes))
+    pass_log = tmp_path / "passes.jsonl"
+    stream = BatchStream(_gen(sizes), pass_log=str(pass_log))
     issued = [stream.next_batch(source) for _ in range(30)]
     state = stream.state(consumed=30)
     while sum(w.ends_pass for w in windows) < 2:
         issued.append(stream.next_batch(source))
     lines = _pass_lines(caplog)
-    assert len(lines) == 2
+    records = [json.loads(line) for line in pass_log.read_text().splitlines()]
+    assert len(lines) == len(records) == 2
     for data_pass, line in zip((1, 2), lines):
         mine = [w for w in windows if w.data_pass == data_pass]
         tokens = sum(w.accepted_tokens for w in mine) / sum(w.considered_tokens for w in mine)
         pairs = sum(w.accepted_pairs for w in mine) / sum(w.considered_pairs for w in mine)
         assert line == (f"AutoAssist data pass {data_pass} (shard 0): accepted {tokens:.4f} "
                         f"of its tokens, {pairs:.4f} of its pairs")
+        assert records[data_pass - 1] == dict(
+            data_pass=data_pass, shard=0, token_rate=pytest.approx(tokens),
+            pair_rate=pytest.approx(pairs),
+            **{key: pytest.approx(sum(getattr(w, key) for w in mine)) for key in COUNTERS})
     assert 0.5 < float(lines[0].split()[7]) < 0.75 and float(lines[1].split()[7]) < 0.4
 
     caplog.clear()  # resumed after 30 batches of pass 1: the same two lines
     gen = _gen(sizes)
     gen.load_state_dict(state.generator)
-    restored = BatchStream(_gen(sizes))
+    restored = BatchStream(_gen(sizes), pass_log=str(pass_log))
     restored.restore(StreamState(**vars(state)))
     for _ in range(len(issued) - 30):
         restored.next_batch(source)
     assert _pass_lines(caplog) == lines
+    # appended after the interrupted run's records: the same two again
+    assert [json.loads(line) for line in pass_log.read_text().splitlines()] == records * 2
 
 
 def test_the_rate_estimate_forgets_windows_older_than_a_pass():

@@ -196,9 +196,12 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
         assert curve[-1]["updates"] == budget, name
         assert abs(tokens[-1] / base_curve[-1]["boss_tokens"] - 1) < 0.25, name
     # the control skips at AutoAssist's measured token acceptance of each data pass
+    # (from the arm's pass log, one record per finished pass, as many as its pass lines)
     aa_text = (out / "autoassist-s1" / "train.log").read_text()
-    rates = logs.random_rates(logs.parse_log(aa_text), aa_text)
-    assert rates.count(",") + 1 == len(logs.PASS_LINE.findall(aa_text)) >= 2
+    passes = logs.read_passes(out / "autoassist-s1" / logs.PASS_LOG)
+    rates = logs.random_rates([], "", passes)
+    assert rates.count(",") + 1 == len(passes) == len(logs.PASS_LINE.findall(aa_text)) >= 2
+    assert rates == logs.random_rates(logs.parse_log(aa_text), aa_text)
     random_log = (out / "random-s1" / "train.log").read_text()
     assert "--assistant-rule random " in random_log
     assert f"--assistant-random-rates {rates}" in random_log
@@ -338,6 +341,46 @@ def test_random_rates_come_from_the_autoassist_log():
     assert logs.random_rates(records) == "1.0000,0.8123,0.0001"
     with pytest.raises(BenchmarkError, match="aa_accept_tok"):
         logs.random_rates([{"tag": "train", "epoch": 1, "num_updates": 5}])
+
+
+def test_random_rates_come_from_the_pass_log_and_old_runs_lines(tmp_path):
+    """The plugin's pass log is what research reads; a run started before it existed is
+    read from its train.log's pass lines, for the passes the pass log lacks."""
+    from autoassist_fairseq.data.batch_stream import pass_record
+
+    def record(data_pass, shard, accepted):
+        return json.dumps(pass_record(data_pass, shard, dict(
+            considered_pairs=10, accepted_pairs=5, considered_tokens=1000,
+            accepted_tokens=accepted))) + "\n"
+
+    path = tmp_path / logs.PASS_LOG
+    assert logs.read_passes(path) == {}
+    # a pass recorded again after a resume: the later record; shard 1 is not rank 0's
+    path.write_text(record(1, 0, 940) + record(2, 0, 750) + record(2, 1, 100)
+                    + record(2, 0, 730) + record(3, 0, 0))
+    assert logs.read_passes(path) == {1: 0.94, 2: 0.73, 3: 0.0}
+    assert logs.random_rates([], "", logs.read_passes(path)) == "0.9400,0.7300,0.0001"
+    line = "2026-11-24 14:31:59 | INFO | autoassist_fairseq.data.batch_stream | " \
+           "AutoAssist data pass {} (shard 0): accepted {} of its tokens, 0.9 of its pairs\n"
+    # the records win over lines of the same pass; pass 1 only in the log (an older start)
+    path.write_text(record(2, 0, 500))
+    text = line.format(1, "0.9000") + line.format(2, "0.6000")
+    assert logs.random_rates([], text, logs.read_passes(path)) == "0.9000,0.5000"
+    with pytest.raises(BenchmarkError, match=r"data pass\(es\) \[1\]"):
+        logs.random_rates([], "", logs.read_passes(path))
+
+
+def test_an_assistant_run_writes_its_pass_log_beside_its_train_log(tmp_path):
+    """The pass log names where the run writes, not what it trains: a finished run made
+    without it (or at another place) is the same command."""
+    save = tmp_path / "aa-s1" / "checkpoints"
+    aa = flags.build_run_args(["--max-epoch", "2"], "autoassist", 1, save, [], [], [])
+    assert flags.get_flag(aa, "--assistant-pass-log") == str(tmp_path / "aa-s1" / logs.PASS_LOG)
+    base = flags.build_run_args(["--max-epoch", "2"], "baseline", 1, save, [], [], [])
+    assert flags.get_flag(base, "--assistant-pass-log") is None
+    older = flags.drop_flags(aa, {"--assistant-pass-log", "--save-dir"})
+    assert flags.same_command(aa, older + ["--save-dir", "/elsewhere"])
+    assert not flags.same_command(aa, older + ["--max-epoch", "3"])
 
 
 def test_budget_tokens_become_baseline_updates():

@@ -15,7 +15,7 @@ from research import fixed_budget, merge_run, run_reuse
 from research import fixed_budget_report as report
 from research.bench import BenchmarkError
 from research.bench.flags import get_flag
-from research.bench.logs import HEADER, parse_log, random_rates
+from research.bench.logs import HEADER, PASS_LOG, parse_log, random_rates, read_passes
 
 CONFIG = TINY_TRANSFORMER + [
     "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt",
@@ -269,7 +269,9 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
     work = tmp_path / "work" / "multi30k"
     default_log = (work / "default-0.50B-s1" / "train.log").read_text()
     assert "--assistant-sync" in default_log.split("\n", 1)[0]  # deterministic mode
-    rates = random_rates(parse_log(default_log), default_log)
+    passes = read_passes(work / "default-0.50B-s1" / PASS_LOG)
+    rates = random_rates([], "", passes)
+    assert passes and rates == random_rates(parse_log(default_log), default_log)
     assert f"--assistant-random-rates {rates}" in (work / "random-0.50B-s1" /
                                                    "train.log").read_text()
     assert "Fixed-budget comparisons" in (tmp_path / "results" / "README.md").read_text()

@@ -13,6 +13,7 @@ current epoch, so that the state at any consumed count (checkpoints happen while
 loader workers and the buffer thread run ahead) can be saved and resumed exactly.
 """
 
+import json
 import logging
 import math
 import threading
@@ -99,11 +100,15 @@ class BatchStream:
         generator (BatchGenerator): the Boss's copy of this shard's generator; gives the
             batch counts, and makes the windows itself after a fallback to uniform batches.
         reweight (bool): keep each pair's importance weight with its batch.
+        pass_log (str, optional): a JSON-lines file to append each finished data pass's
+            record to (:func:`pass_record`; default: none).
     """
 
-    def __init__(self, generator: BatchGenerator, reweight: bool = False):
+    def __init__(self, generator: BatchGenerator, reweight: bool = False,
+                 pass_log: Optional[str] = None):
         self.generator = generator
         self.reweight = reweight
+        self.pass_log = pass_log
         self.gen_state: Optional[dict] = None  # the generator's state after the last window
         self.pending: Deque[Batch] = deque()  # taken, not yet issued
         self.issued: List[Batch] = []  # issued in the current epoch, in order
@@ -177,14 +182,19 @@ class BatchStream:
             self._log_pass(window.data_pass)
 
     def _log_pass(self, data_pass: int) -> None:
-        """One line per data pass: what share of it the Assistant accepted. A fairseq epoch
-        (a batch count) spans passes, so its ``aa_accept_tok`` mixes two; the random
-        control's per-pass rates (``--assistant-random-rates``) are read from these lines."""
-        c = self.pass_counts
-        logger.info(f"AutoAssist data pass {data_pass} (shard {self.generator.shard_id}): "
-                    f"accepted {_share(c['accepted_tokens'], c['considered_tokens']):.4f} of "
-                    f"its tokens, {_share(c['accepted_pairs'], c['considered_pairs']):.4f} of "
-                    f"its pairs")
+        """One log line per data pass: what share of it the Assistant accepted, and its
+        record in the pass log. A fairseq epoch (a batch count) spans passes, so its
+        ``aa_accept_tok`` mixes two; the random control's per-pass rates
+        (``--assistant-random-rates``) are read from the records, not from the line's text."""
+        record = pass_record(data_pass, self.generator.shard_id, self.pass_counts)
+        logger.info(f"AutoAssist data pass {data_pass} (shard {record['shard']}): "
+                    f"accepted {record['token_rate']:.4f} of its tokens, "
+                    f"{record['pair_rate']:.4f} of its pairs")
+        if self.pass_log:
+            # one write of one line per record in append mode: the ranks' records, and a
+            # resumed run's after the interrupted one's, interleave whole
+            with open(self.pass_log, "a") as f:
+                f.write(json.dumps(record) + "\n")
         self.pass_counts = dict.fromkeys(COUNTERS, 0.0)
 
     def _count_issue(self) -> dict:
@@ -257,3 +267,14 @@ class BatchStream:
 
 def _share(part: float, whole: float) -> float:
     return part / whole if whole else 1.0
+
+
+def pass_record(data_pass: int, shard: int, counts: dict) -> dict:
+    """The record of a finished data pass of *shard*: its counters (as of the windows the
+    Boss took) and the shares accepted, ``token_rate`` and ``pair_rate`` (1.0 for an empty
+    pass). Its keys are the pass log's format, which research reads."""
+    record = {"data_pass": int(data_pass), "shard": int(shard)}
+    record.update({key: float(counts[key]) for key in COUNTERS})
+    record["token_rate"] = _share(counts["accepted_tokens"], counts["considered_tokens"])
+    record["pair_rate"] = _share(counts["accepted_pairs"], counts["considered_pairs"])
+    return record

@@ -136,7 +136,7 @@ class AutoAssistTranslationTask(TranslationTask):
             reweight=cfg.assistant_reweight, num_workers=num_workers,
             buffer_size=data_buffer_size, points=points, handover=handover,
             data_shard_per_epoch=len(utils.split_paths(cfg.data)) > 1,
-            data_id=self._data_id(dataset))
+            data_id=self._data_id(dataset), pass_log=cfg.assistant_pass_log)
         return self.train_iterator
 
     def _data_id(self, dataset) -> Optional[dict]:

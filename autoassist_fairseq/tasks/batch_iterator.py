@@ -62,6 +62,8 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
             no annealing, no saves within an epoch).
         handover (dict, optional): state handed over from the iterator of the previous data
             shard (``--data a:b``): the Assistant's weights and the run's totals.
+        pass_log (str, optional): a file to append each finished data pass's record to
+            (``--assistant-pass-log``; default: none).
         data_shard_per_epoch (bool, optional): each epoch loads its own data shard
             (``--data a:b``), so a state saved at an epoch's end holds a batch plan of
             another shard's pairs (default: False).
@@ -75,7 +77,7 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
                  start_source: Callable, epoch=1, fallback="error",
                  num_shards=1, shard_id=0, all_gather=None, reweight=False, num_workers=0,
                  buffer_size=0, points=None, handover=None, data_shard_per_epoch=False,
-                 data_id: Optional[dict] = None):
+                 data_id: Optional[dict] = None, pass_log: Optional[str] = None):
         self.dataset = dataset
         # {"pairs", "fingerprint"} of the training data: the batch plan and the Assistant's
         # per-pair memory name its pairs by id, so a checkpoint resumes only on that data
@@ -89,7 +91,7 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
         self.points = points or RunPoints()
         self._last_update = None  # (update, epoch, consumed) at the first micro-batch
         self.shuffle = True  # fairseq's state key; shuffle=False is refused
-        self.stream = BatchStream(generator, reweight=reweight)
+        self.stream = BatchStream(generator, reweight=reweight, pass_log=pass_log)
         self.client = AssistantClient(start_source, generator, self.stream, fallback,
                                       num_shards)
         self.losses = BossLosses()  # the trained batches' losses on their way

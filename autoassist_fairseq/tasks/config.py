@@ -107,6 +107,8 @@ class AutoAssistTranslationConfig(TranslationConfig):
         default=None, metadata={"help": "write the dataset ids of every batch the boss trains "
                                         "on to DIR/trained.rank<R>.tsv (epoch, update, ids), "
                                         "e.g. to audit what was skipped"})
+    assistant_pass_log: Optional[str] = field(default=None, metadata={"help": "append one JSON "
+        "line per finished data pass (its acceptance; the random control's rates) to FILE"})
     assistant_anneal: float = field(
         default=0.0, metadata={"help": "share of the run, at its end, in which every pair is "
                                        "accepted (infobatch's annealing; e.g. 0.125); measured "

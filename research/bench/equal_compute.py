@@ -13,7 +13,7 @@ from . import BenchmarkError
 from .budgets import baseline_batches, baseline_tokens_at, budget_updates, updates_for_tokens, \
     validation_flags
 from .flags import build_run_args
-from .logs import build_curve, epochs_trained, parse_log, random_rates
+from .logs import PASS_LOG, build_curve, epochs_trained, parse_log, random_rates, read_passes
 from .metrics import arm_metrics, mean_arms
 from .report import BLEU_KEPT, NOTES, plot_curves, write_markdown
 from .runs import bleu_curve, diagnose_run, machine_record, other_cpu_share, run_training
@@ -70,8 +70,9 @@ def benchmark_seed(seed, plan):
     arm_budget = ["--max-update", str(updates)]
     for arm, arm_args in plan.arms.items():
         if arm == plan.random_run:  # the control skips at AutoAssist's measured rates
+            passes = read_passes(out / f"{plan.aa_run}-s{seed}" / PASS_LOG)
             arm_args = arm_args + ["--assistant-random-rates", random_rates(
-                logs[plan.aa_run], texts[plan.aa_run])]
+                logs[plan.aa_run], texts[plan.aa_run], passes)]
         name = f"{arm}-s{seed}"
         args[arm] = build_run_args(tokens, arm, seed, out / name / "checkpoints", arm_budget,
                                    extra, arm_args, langs, keep)

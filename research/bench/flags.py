@@ -5,11 +5,15 @@ import shlex
 from pathlib import Path
 
 from . import CONFIGS, USER_DIR, BenchmarkError
+from .logs import PASS_LOG
 
 # flags every run gets (research/gpu/run_benchmark.py drops --cpu from this list on a GPU)
 FORCED = [("--log-format", "simple"), ("--log-interval", "50"), ("--cpu", None)]
 LANG_FLAGS = ("--source-lang", "-s", "--target-lang", "-t")
 KEEP_EPOCH_FLAGS = ("--keep-last-epochs", "--no-epoch-checkpoints", "--keep-interval-updates")
+# flags that name where a run writes, not what it trains: two commands that differ only in
+# them train the same run (a finished run made without the pass log is reused as it is)
+WHERE_FLAGS = ("--save-dir", "--assistant-pass-log")
 
 
 def is_flag(token):
@@ -46,6 +50,11 @@ def get_flag(tokens, *names, default=None):
             nxt = tokens[i + 1] if i + 1 < len(tokens) else None
             value = inline or (nxt if nxt is not None and not is_flag(nxt) else True)
     return value
+
+
+def same_command(a, b):
+    """True when the fairseq-train token lists *a* and *b* train the same run."""
+    return drop_flags(list(map(str, a)), WHERE_FLAGS) == drop_flags(list(map(str, b)), WHERE_FLAGS)
 
 
 def find_config(name):
@@ -97,7 +106,10 @@ def build_run_args(config_tokens, kind, seed, save_dir, budget, extra, autoassis
         tokens = ["--task", "translation"] + tokens
     if langs:
         tokens += ["--source-lang", langs[0], "--target-lang", langs[1]]
-    tokens += budget + extra + (autoassist_extra if kind != "baseline" else [])
+    tokens += budget + extra
+    if kind != "baseline":  # the pass log beside the run's train.log (save_dir's parent)
+        tokens += autoassist_extra + ["--assistant-pass-log",
+                                      str(Path(save_dir).parent / PASS_LOG)]
     for flag, value in FORCED:
         if get_flag(tokens, flag) is None or flag == "--log-format":
             tokens += [flag] + ([value] if value else [])

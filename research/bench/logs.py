@@ -1,14 +1,36 @@
 """fairseq's simple-format train.log: its lines, its records across resumes, one curve
-point per validation, the epochs trained and the Assistant's per-pass acceptance."""
+point per validation and the epochs trained; and the Assistant's per-pass acceptance, read
+from the run's pass log (the JSON-lines records of ``--assistant-pass-log``)."""
 
+import json
 import re
+from pathlib import Path
 
 from . import BenchmarkError
 
 # the line run_training writes before each (re)start of fairseq-train: the command it ran
 HEADER = "==== benchmark.py run: "
-# the batch stream's line at the end of each data pass (rank 0's shard)
+# an Assistant run's pass log, beside its train.log: one JSON record per finished data pass
+# of each rank (``--assistant-pass-log``)
+PASS_LOG = "passes.jsonl"
+# the batch stream's line at the end of each data pass (rank 0's shard): read only for the
+# passes of runs started before the pass log existed, whose logs are kept in docs/results
 PASS_LINE = re.compile(r"AutoAssist data pass (\d+) \(shard 0\): accepted ([\d.]+) of its tokens")
+
+
+def read_passes(path):
+    """{data pass: token acceptance} of shard 0 from a pass log (a pass recorded again
+    after a resume: the later record); {} where there is no such file."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    passes = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            if record["shard"] == 0:
+                passes[int(record["data_pass"])] = float(record["token_rate"])
+    return passes
 
 
 def parse_line(line):
@@ -85,28 +107,30 @@ def epochs_trained(records):
 
 
 
-def random_rates(records, text=""):
+def random_rates(records, text="", passes=None):
     """The token acceptance of an Assistant arm per data pass, as --assistant-random-rates
-    (each in (0, 1], 4 decimals; passes in order), from its log's "AutoAssist data pass"
-    lines (a pass logged again after a resume: the later line). The random rule applies
-    its rates per data pass, and a fairseq epoch spans two passes, so the per-epoch
-    ``aa_accept_tok`` would run the control's first pass below the arm's; it serves only
-    for logs without pass lines (runs of older versions). The arm's last, unfinished pass
-    has no line: the control goes on at the last finished pass's rate."""
-    passes = {int(n): float(rate) for n, rate in PASS_LINE.findall(text)}
+    (each in (0, 1], 4 decimals; passes in order), from *passes* (:func:`read_passes` of
+    its pass log). A pass the pass log lacks (a run started before it existed) is read
+    from the train.log *text*'s "AutoAssist data pass" lines (a pass logged again after a
+    resume: the later line). The random rule applies its rates per data pass, and a
+    fairseq epoch spans two passes, so the per-epoch ``aa_accept_tok`` would run the
+    control's first pass below the arm's; it serves only for runs with neither (older
+    versions). The arm's last, unfinished pass has no record: the control goes on at the
+    last finished pass's rate."""
+    passes = {int(n): float(rate) for n, rate in PASS_LINE.findall(text)} | (passes or {})
     if passes:
         missing = sorted(set(range(1, max(passes) + 1)) - set(passes))
         if missing:
-            raise BenchmarkError(f"the AutoAssist arm's log has no line for data pass(es) "
+            raise BenchmarkError(f"the AutoAssist arm has no record of data pass(es) "
                                  f"{missing}: rerun that arm (delete its directory)")
         values = [passes[n] for n in sorted(passes)]
     else:
         epochs = sorted((r for r in records if r["tag"] == "train" and "aa_accept_tok" in r),
                         key=lambda r: r["num_updates"])
         if not epochs:
-            raise BenchmarkError("the AutoAssist arm's log has neither data pass lines nor "
-                                 "aa_accept_tok on its train lines: cannot set the random "
-                                 "control's rates")
+            raise BenchmarkError("the AutoAssist arm has neither a pass log, nor data pass "
+                                 "lines or aa_accept_tok in its train.log: cannot set the "
+                                 "random control's rates")
         values = [r["aa_accept_tok"] for r in epochs]
     return ",".join(f"{min(1.0, max(1e-4, v)):.4f}" for v in values)
 

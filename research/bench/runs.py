@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from . import REPO, USER_DIR, BenchmarkError
+from .flags import get_flag, same_command
 from .logs import HEADER, parse_line
 
 # fairseq-train, with the plugin's checkpoint-loading fix (torch >= 2.6 refuses fairseq's
@@ -76,11 +77,15 @@ def run_training(name, data, args, out):
         str(REPO), "<repo>") + "\n"
     old = log_path.read_text() if log_path.exists() else ""
     last = old[old.rfind(HEADER):] if HEADER in old else ""
-    finished = last.startswith(header) and "done training" in last
+    finished = same_command(shlex.split(last[len(HEADER):].split("\n", 1)[0]),
+                            shlex.split(header[len(HEADER):])) and "done training" in last
     if finished and (ckpt_dir / "checkpoint_last.pt").exists():
         print(f"[{name}] finished before: reusing {run_dir}")
         return old
     resume = (ckpt_dir / "checkpoint_last.pt").exists()
+    pass_log = get_flag(args, "--assistant-pass-log")
+    if pass_log and not resume:  # a fresh run: no records of an earlier attempt's passes
+        Path(pass_log).unlink(missing_ok=True)
     print(f"[{name}] {'resuming' if resume else 'training'}; log: {log_path}", flush=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
