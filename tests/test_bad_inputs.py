@@ -687,6 +687,19 @@ def test_only_the_plugins_own_errors_lose_their_traceback(tmp_path):
     assert isinstance(numpys, ValueError) and not errors.raised_by_plugin(numpys)
 
 
+def _short_write_of_indices(monkeypatch):
+    """numpy's save of a feature file's indices fails as on a full disk: a short write,
+    "N requested and M written", without an errno."""
+    real = np.save
+
+    def save(file, array, *args, **kwargs):
+        if str(getattr(file, "name", file)).endswith(".indices.npy.tmp"):
+            raise OSError("12624 requested and 992 written")
+        return real(file, array, *args, **kwargs)
+
+    monkeypatch.setattr(np, "save", save)
+
+
 def test_a_full_disk_in_autoassist_filter_names_its_out_not_the_features_flags(data, tmp_path,
                                                                               monkeypatch,
                                                                               capsys):
@@ -696,14 +709,7 @@ def test_a_full_disk_in_autoassist_filter_names_its_out_not_the_features_flags(d
     folder the corpus was built in."""
     from autoassist_fairseq.tools.filter import cli_main as filter_main
 
-    real = np.save
-
-    def save(file, array, *args, **kwargs):
-        if str(getattr(file, "name", file)).endswith(".indices.npy.tmp"):
-            raise OSError("12624 requested and 992 written")
-        return real(file, array, *args, **kwargs)
-
-    monkeypatch.setattr(np, "save", save)
+    _short_write_of_indices(monkeypatch)
     out = tmp_path / "filtered"
     assert filter_main([str(data), "--out", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
@@ -715,14 +721,7 @@ def test_a_full_disk_in_autoassist_filter_names_its_out_not_the_features_flags(d
 
 
 def test_features_name_a_short_write_as_a_full_disk(data, tmp_path, monkeypatch, caplog):
-    real = np.save
-
-    def save(file, array, *args, **kwargs):
-        if str(getattr(file, "name", file)).endswith(".indices.npy.tmp"):
-            raise OSError("12624 requested and 992 written")
-        return real(file, array, *args, **kwargs)
-
-    monkeypatch.setattr(np, "save", save)
+    _short_write_of_indices(monkeypatch)
     assert build.cli_main([str(data), "-s", "src", "-t", "tgt", "--prefix",
                            str(tmp_path / "f")]) == 1
     assert f"cannot write the feature file {tmp_path}/f.indices.npy: No space left on device " \
