@@ -5,6 +5,7 @@ Each case is ``fn(ctx, folder) -> (Result, Expect, problems)``: it prepares its 
 what it damages in *folder* (a fresh folder of its own) and runs the command a user would.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -198,54 +199,58 @@ def _(ctx, d):
                lambda: unchanged(before, data), env={"PYTHONPATH": str(shim)})
 
 
+@contextlib.contextmanager
 def _tmpfs(folder, options):
+    """A tmpfs mounted at *folder* with *options* (read-only, a small size) while the block
+    runs; yields whether it was mounted (mounting needs root): a case that cannot mount has
+    nothing to replay, rather than replaying on the ordinary disk."""
     folder.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
                           capture_output=True, text=True)
-    return done.returncode == 0
+    try:
+        yield done.returncode == 0
+    finally:
+        if done.returncode == 0:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True)
 
 
-def _umount(folder):
-    subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+def _not_mounted(ctx):
+    return one(ctx, ["true"], works())  # cannot mount here: nothing to replay
 
 
 @case("features_into_read_only_folder", "issue 48 item 11")
 def _(ctx, d):
     ro = d / "ro"
-    if not _tmpfs(ro, "ro,size=64k"):
-        return one(ctx, ["true"], works())  # cannot mount here: nothing to replay
-    try:
+    with _tmpfs(ro, "ro,size=64k") as mounted:
+        if not mounted:
+            return _not_mounted(ctx)
         return one(ctx, [ctx.exe("autoassist-features"), ctx.corpus(), "-s", "src", "-t", "tgt",
                          "--prefix", ro / "feats"], error(ro, fix=["give --prefix"]))
-    finally:
-        _umount(ro)
 
 
 @case("features_onto_full_disk", "issue 48 item 12")
 def _(ctx, d):
     full = d / "full"
-    _tmpfs(full, "size=8k")
-    try:
+    with _tmpfs(full, "size=8k") as mounted:
+        if not mounted:
+            return _not_mounted(ctx)
         return one(ctx, [ctx.exe("autoassist-features"), ctx.corpus(), "-s", "src", "-t", "tgt",
                          "--prefix", full / "feats"],
                    error(full, fix=["free space"]),
                    lambda: [f"left behind: {os.listdir(full)}"] if os.listdir(full) else [])
-    finally:
-        _umount(full)
 
 
 @case("filter_onto_full_disk", "issue 48 item 12")
 def _(ctx, d):
     full = d / "full"
-    _tmpfs(full, "size=64k")
-    try:
+    with _tmpfs(full, "size=64k") as mounted:
+        if not mounted:
+            return _not_mounted(ctx)
         expect = error(full / "out", "No space left", fix=["--out on another disk"])
         expect.wrong = ["--prefix", ".building"]  # not autoassist-filter's flag, nor its folder
         return one(ctx, [ctx.exe("autoassist-filter"), ctx.corpus(), "--out", full / "out"],
                    expect,
                    lambda: [f"left behind: {os.listdir(full)}"] if os.listdir(full) else [])
-    finally:
-        _umount(full)
 
 
 HEADER = "src\ttgt\tlabel\tbicleaner\n"
