@@ -31,7 +31,7 @@ from ..transport.local_source import LocalSource, pipeline_lag
 from ..transport.process import AssistantProcess
 from .config import (AutoAssistTranslationConfig, check_config, check_criterion,
                      refuse_batching_flags)
-from .data_checks import check_batch_bound, check_data_dir, check_language_pair, num_tokens
+from .data_checks import check_batch_bound, check_data_dir, check_language_pair
 from .rank_states import all_gather_data_parallel
 
 logger = logging.getLogger(__name__)
@@ -94,7 +94,8 @@ class AutoAssistTranslationTask(TranslationTask):
                 if not str(err).startswith("Sentences lengths should not exceed max_tokens"):
                     raise
                 split = next((k for k, d in self.datasets.items() if d is dataset), "given")
-                check_batch_bound(num_tokens(dataset), max_tokens, split)
+                check_batch_bound(dataset.num_tokens_vec(np.arange(len(dataset))), max_tokens,
+                                  split)
                 raise
         refuse_batching_flags(kwargs)
         if self.train_iterator is not None and self.train_iterator.dataset is dataset:
@@ -109,7 +110,7 @@ class AutoAssistTranslationTask(TranslationTask):
         if max_positions is not None:
             indices = self.filter_indices_by_size(indices, dataset, max_positions,
                                                   ignore_invalid_inputs)
-        check_batch_bound(num_tokens(dataset)[indices], max_tokens, self.cfg.train_subset)
+        check_batch_bound(dataset.num_tokens_vec(indices), max_tokens, self.cfg.train_subset)
         cfg = self.cfg
         make_generator = functools.partial(
             BatchGenerator, indices, dataset.src_sizes, dataset.tgt_sizes, max_tokens=max_tokens,

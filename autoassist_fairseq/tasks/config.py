@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import List, NamedTuple, Optional
 
+from fairseq import utils
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks.translation import TranslationConfig
 from omegaconf import II
@@ -158,7 +159,7 @@ def check_config(cfg) -> CheckedConfig:
                          "fairseq's length order, which AutoAssist batches (cut from windows "
                          "of random pairs) cannot follow: drop --curriculum with --task "
                          "autoassist_translation")
-    shards = len([p for p in str(cfg.data or "").split(":") if p])
+    shards = len([p for p in utils.split_paths(str(cfg.data or "")) if p])
     if cfg.assistant_features and shards > 1:
         raise ValueError(f"--assistant-features {cfg.assistant_features} names one feature "
                          f"file, but --data has {shards} data shards, each with its own "
@@ -214,13 +215,13 @@ def check_hparams(h: AssistantHParams) -> AssistantHParams:
 def _check_random_rates(text: str) -> None:
     """``--assistant-random-rates``: comma-separated rates, each in (0, 1]."""
     items = [t.strip() for t in str(text).split(",")]
-    try:
-        bad = [r for r in map(float, items) if not 0.0 < r <= 1.0]  # NaN fails this too
-        problem = f"has rates {bad} out of range" if bad else None
-    except ValueError:
-        problem = "is not a list of numbers"
-    if not text or not all(items):
-        problem = "is empty or has an empty item"
+    problem = "is empty or has an empty item" if not text or not all(items) else None
+    if problem is None:
+        try:
+            bad = [r for r in map(float, items) if not 0.0 < r <= 1.0]  # NaN fails this too
+            problem = f"has rates {bad} out of range" if bad else None
+        except ValueError:
+            problem = "is not a list of numbers"
     if problem:
         raise ValueError(f"--assistant-random-rates={text!r} {problem}: "
                          "--assistant-random-rates must be comma-separated per-pass "

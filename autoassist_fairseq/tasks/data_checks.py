@@ -15,6 +15,7 @@ import numpy as np
 
 from ..features.binarised import binarised_pairs
 
+
 def language_pairs(data_path: str) -> List[Tuple[str, str]]:
     """The (src, tgt) pairs of the binarised datasets in *data_path* (a directory written
     by ``fairseq-preprocess``), sorted."""
@@ -56,7 +57,7 @@ def check_language_pair(data_path: str, src: Optional[str], tgt: Optional[str]) 
     if src is None or tgt is None:
         return
     if src == tgt:
-        pairs = language_pairs(data_path) if os.path.isdir(data_path) else []
+        pairs = language_pairs(data_path)
         raise ValueError(f"--source-lang and --target-lang are both {src!r}: give the two "
                          "languages of the pair (the data holds: "
                          f"{', '.join(f'{a}-{b}' for a, b in pairs) or 'no binarised pair'})")
@@ -80,20 +81,16 @@ def check_language_pair(data_path: str, src: Optional[str], tgt: Optional[str]) 
         f"Fix: {fix}.")
 
 
-def num_tokens(dataset) -> np.ndarray:
-    """Each pair's tokens as fairseq's batching counts them: its longer side's."""
-    src = np.asarray(dataset.src_sizes)
-    return src if dataset.tgt_sizes is None else np.maximum(src, np.asarray(dataset.tgt_sizes))
-
-
-def check_batch_bound(num_tokens: np.ndarray, max_tokens: Optional[int], split: str) -> None:
+def check_batch_bound(tokens: np.ndarray, max_tokens: Optional[int], split: str) -> None:
     """Raise ValueError, naming the flag and the fix, where a pair to be batched is longer
-    than ``--max-tokens``: no batch can hold it (fairseq's ``batch_by_size`` asserts)."""
-    if not max_tokens or max_tokens <= 0 or not len(num_tokens):
+    than ``--max-tokens``: no batch can hold it (fairseq's ``batch_by_size`` asserts).
+    *tokens*: each pair's tokens as fairseq's batching counts them (the dataset's
+    ``num_tokens_vec``)."""
+    if not max_tokens or max_tokens <= 0 or not len(tokens):
         return
-    longest = int(np.max(num_tokens))
+    longest = int(np.max(tokens))
     if longest > max_tokens:
-        over = int(np.sum(num_tokens > max_tokens))
+        over = int(np.sum(tokens > max_tokens))
         raise ValueError(
             f"--max-tokens {max_tokens} is below the longest pair of the {split} split "
             f"({longest} tokens on its longer side; {over} pairs are longer than "
