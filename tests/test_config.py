@@ -112,6 +112,17 @@ def test_a_trace_dir_that_is_a_file_is_refused_before_training(tmp_path):
     check_config(task_config("--assistant-trace-dir", str(tmp_path / "new")))  # made later
 
 
+def test_a_pass_log_that_cannot_be_written_is_refused_before_training(tmp_path):
+    """The pass log is first written at the end of a data pass: a folder, or a path in a
+    folder that does not exist, would fail only then."""
+    for path in (tmp_path, tmp_path / "missing" / "passes.jsonl"):
+        with pytest.raises(ValueError, match=f"--assistant-pass-log {path} is a folder, or a "
+                                             "file this user cannot write or create: give a "
+                                             "file in a writable folder"):
+            check_config(task_config("--assistant-pass-log", str(path)))
+    check_config(task_config("--assistant-pass-log", str(tmp_path / "passes.jsonl")))
+
+
 def test_docs_options_lists_every_assistant_flag_with_its_default():
     """docs/options.md's table of training flags is the task config's: every assistant_*
     field is a row with the field's default, and no row names a flag the config lacks."""

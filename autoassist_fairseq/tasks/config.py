@@ -72,13 +72,11 @@ class AutoAssistTranslationConfig(TranslationConfig):
         default=_DEFAULTS.noise_patience,
         metadata={"help": "learnable and noise rules: consecutive high visits without that "
                           "decline after which a pair is skipped as unlearnable"})
-    assistant_pair_checks: str = field(
-        default="auto",
-        metadata={"help": "the pair checks of autoassist-features: pairs with a side in the "
-                          "wrong language (untranslated copies) or two unrelated sides "
-                          "(misaligned) are accepted at the floor 1 - lambda_max, under any "
-                          "rule but random. auto: used when the feature file has them (else a "
-                          "warning); require: stop if it has none; off: not used"})
+    assistant_pair_checks: str = field(default="auto", metadata={"help": (
+        "the pair checks of autoassist-features: pairs with a side in the wrong language "
+        "(untranslated copies) or two unrelated sides (misaligned) are accepted at the floor "
+        "1 - lambda_max, under any rule but random. auto: used when the feature file has them "
+        "(else a warning); require: stop if it has none; off: not used")})
     assistant_window: int = field(
         default=4096, metadata={"help": "candidates (random pairs, batched by length inside) scored "
                                        "together"})
@@ -87,13 +85,11 @@ class AutoAssistTranslationConfig(TranslationConfig):
     assistant_loss_queue_size: int = field(
         default=256, metadata={"help": "loss messages that may wait for the assistant; "
                                        "the oldest is dropped when full"})
-    assistant_sync: bool = field(
-        default=False, metadata={"help": "deterministic batches: make each window in the boss's "
-                                         "process from the assistant's state after exactly the "
-                                         "losses of the batches up to a fixed lag before it, so "
-                                         "that two runs with the same seed, data and flags train "
-                                         "the same batches (the assistant then shares the boss's "
-                                         "process instead of running beside it)"})
+    assistant_sync: bool = field(default=False, metadata={"help": (
+        "deterministic batches: make each window in the boss's process from the assistant's "
+        "state after exactly the losses of the batches up to a fixed lag before it, so that two "
+        "runs with the same seed, data and flags train the same batches (the assistant then "
+        "shares the boss's process instead of running beside it)")})
     assistant_fallback: ChoiceEnum(["error", "uniform"]) = field(
         default="error", metadata={"help": "when the assistant process fails: stop the run "
                                            "(error) or continue on uniform batches (uniform)"})
@@ -128,7 +124,6 @@ class AutoAssistTranslationConfig(TranslationConfig):
 
 class CheckedConfig(NamedTuple):
     """What :func:`check_config` derives from a valid config."""
-
     hparams: AssistantHParams
     pair_check_mode: str  # --assistant-pair-checks, one of PAIR_CHECK_MODES
 
@@ -166,10 +161,15 @@ def check_config(cfg) -> CheckedConfig:
                          "features: drop --assistant-features and build each shard's file at "
                          f"its default place: autoassist-features SHARD --source-lang "
                          f"{cfg.source_lang} --target-lang {cfg.target_lang}")
-    trace = cfg.assistant_trace_dir
+    trace, log = cfg.assistant_trace_dir, cfg.assistant_pass_log
     if trace and os.path.exists(trace) and not os.path.isdir(trace):
         raise ValueError(f"--assistant-trace-dir {trace} is a file: give a folder (the trace "
                          "is written to DIR/trained.rank<R>.tsv)")
+    if log and (os.path.isdir(log) or not os.access(
+            log if os.path.exists(log) else os.path.dirname(os.path.abspath(log)), os.W_OK)):
+        raise ValueError(f"--assistant-pass-log {log} is a folder, or a file this user cannot "
+                         "write or create: give a file in a writable folder (a JSON line is "
+                         "appended to it at the end of each data pass)")
     mode = str(cfg.assistant_pair_checks).lower()
     if mode not in PAIR_CHECK_MODES:
         raise ValueError(f"--assistant-pair-checks {cfg.assistant_pair_checks} is not one of "
