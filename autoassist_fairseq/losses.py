@@ -196,7 +196,7 @@ def train_step_with_losses(step, itr, sample: dict, criterion, update_num: int,
     src_tokens, target = sample["net_input"]["src_tokens"], sample["target"]
     # with padding: what the Boss's matrix products compute (batch size x longest sides)
     padded = target.size(0) * (src_tokens.size(1) + target.size(1))
-    return result, itr.log_step(int(meta["seq"]), meta["tokens"], padded)
+    return result, itr.log_step(int(meta["seq"]), meta["tokens"], padded, retry)
 
 
 class BatchTrace:

@@ -84,3 +84,19 @@ def test_theta_round_trips_bit_for_bit(iterators):
     restored = again.client.state()["assistant"]["model"]["theta"]
     assert restored.dtype == np.float64
     assert np.array_equal(restored, theta.numpy())
+
+
+def test_a_save_holds_no_counters_beside_the_assistant_and_a_0_2_0_one_with_them_loads(
+        iterators):
+    """0.2.0 saved the Assistant's counters (``stats``) beside its state; a resume reads
+    them from the state, so a save leaves them out and a 0.2.0 save still loads."""
+    state = _current_state(iterators)
+    rank = state["autoassist"]["ranks"][0]
+    assert set(rank) == {"assistant", "stream"}
+    old = copy.deepcopy(state)
+    old["autoassist"]["ranks"][0]["stats"] = {"loss_batches": 6, "loss_msgs": 6}
+    again = iterators()
+    again.load_state_dict(old)
+    again.next_epoch_itr()
+    assert again.client.state()["stats"]["loss_batches"] == rank["assistant"]["schedule"][
+        "num_batches"]

@@ -56,7 +56,7 @@ def test_an_amp_retry_logs_its_first_steps_statistics_and_counts_nothing():
     counters, read = Counters(), _Sources()
     counters.update_begins()
     first = counters.step(4, 9, 10, read)
-    assert counters.step(4, 9, 10, read) == first and read.reads == 1
+    assert counters.step(4, 9, 10, read, retry=True) == first and read.reads == 1
     counters.update_reduced(_NONE)
     counters.update_begins()
     assert counters.step(5, 9, 10, read)["boss_tokens"] == 9

@@ -42,7 +42,7 @@ def test_two_workers_finish_with_equal_updates_and_resume_mid_epoch_exactly(trai
     assert saved["totals"]["boss_tokens"] == _last_value(out, "aa_boss_tok") > 0
     # rank 0 wrote both ranks' Assistants and batch plans, gathered at the epoch's end
     assert len(saved["ranks"]) == 2
-    assert all(r["stats"]["loss_batches"] > 0 and r["stream"] is not None for r in saved["ranks"])
+    assert all(r["assistant"]["schedule"]["num_batches"] > 0 and r["stream"] is not None for r in saved["ranks"])
     expected = [read_trace(tmp_path / "trace-whole", rank) for rank in (0, 1)]
     for epoch in (1, 2, 3):  # equal updates on both ranks, though each skips its own pairs
         assert sum(1 for e, _, _ in expected[1] if e == epoch) == \
@@ -80,7 +80,8 @@ def test_two_workers_without_validation_resume_exactly(train_data, tmp_path):
     saved = torch.load(tmp_path / "part" / "checkpoint_last.pt", weights_only=False)
     saved = saved["extra_state"]["train_iterator"]["autoassist"]
     for rank, entry in enumerate(saved["ranks"]):  # the losses of every batch trained
-        learned, held = entry["stats"]["loss_msgs"], len(entry["assistant"]["held_losses"])
+        learned = entry["assistant"]["schedule"]["num_batches"]
+        held = len(entry["assistant"]["held_losses"])
         assert learned + held == saved["batches_done"] == epoch1 + 7, (rank, learned, held)
     proc = run(args("part"), timeout=600)
     output = out + proc.stdout + proc.stderr

@@ -92,8 +92,8 @@ class _Iterator:
         self.pops += 1
         return {"considered_tokens": 100.0 * self.pops}, {}
 
-    def log_step(self, seq, tokens, padded_tokens):
-        return self.counters.step(seq, tokens, padded_tokens, self._read)
+    def log_step(self, seq, tokens, padded_tokens, retry):
+        return self.counters.step(seq, tokens, padded_tokens, self._read, retry)
 
 
 def test_an_amp_retry_on_a_prepared_copy_is_one_batch_with_its_first_steps_counts():

@@ -40,8 +40,8 @@ def test_mid_epoch_resume_trains_exactly_the_uninterrupted_plan(train_data, rand
     assert itr["epoch"] == 2 and itr["iterations_in_epoch"] == 11
     assert len(itr["autoassist"]["ranks"][0]["stream"]["pending"]) > 0
     saved = itr["autoassist"]["ranks"][0]
-    stats, weights = saved["stats"], saved["assistant"]["model"]["theta"]
-    assert stats["loss_batches"] > 0 and weights.abs().sum() > 0
+    stats, weights = saved["assistant"]["schedule"], saved["assistant"]["model"]["theta"]
+    assert "stats" not in saved and stats["num_batches"] > 0 and weights.abs().sum() > 0
     proc = run(part)
     out = proc.stdout + proc.stderr
     assert "resuming epoch 2 at batch 11/" in out
@@ -49,9 +49,9 @@ def test_mid_epoch_resume_trains_exactly_the_uninterrupted_plan(train_data, rand
                   r"after (\d+) loss batches", out)
     assert m, out[-3000:]
     assert float(m.group(1)) == pytest.approx(stats["threshold"], abs=1e-6)
-    assert float(m.group(2)) == pytest.approx(stats["lambda"], abs=1e-6)
+    assert float(m.group(2)) == pytest.approx(stats["lam"], abs=1e-6)
     assert float(m.group(3)) == pytest.approx(stats["accuracy"], abs=1e-6)
-    assert int(m.group(4)) == stats["loss_batches"]
+    assert int(m.group(4)) == stats["num_batches"]
     assert "epoch 003" in out
     # the run's cumulative counters go on from each checkpoint, each token counted once
     for key in ("aa_boss_tok", "aa_skip_tok"):

@@ -4,7 +4,7 @@ fairseq saves the iterator's ``state_dict()``; its ``"autoassist"`` entry holds 
 resumed run needs to go on exactly where the saved one stood::
 
     {"schema", "world_size", "epoch", "offset", "num_batches", "totals", "batches_done",
-     "data", "ranks": [None | {"assistant": Assistant.state_dict() | None, "stats": dict | None,
+     "data", "ranks": [None | {"assistant": Assistant.state_dict() | None,
                        "stream": None | {StreamState fields,
                                          "generator": BatchGenerator.state_dict()}}]}
 
@@ -28,7 +28,9 @@ VERSION = 1  # the "schema" of 0.2.0 and later
 
 TOP_KEYS = {"schema", "world_size", "epoch", "offset", "num_batches", "ranks", "totals",
             "batches_done", "data"}
-RANK_KEYS = {"assistant", "stats", "stream"}
+# "stats": the Assistant's counters, which 0.2.0 saved beside its state; a resume reads
+# them from the state itself, so they are accepted and not read
+RANK_KEYS = {"assistant", "stream", "stats"}
 STREAM_KEYS = {"generator", "pending", "weights", "rate", "untold", "untold_batches",
                "credits", "pass_counts"}
 GENERATOR_KEYS = {"data_pass", "next_window", "next_pair", "window_size", "carried",

@@ -64,9 +64,7 @@ def skip_figures(assistant, losses, ntok, floor=0.0, ids=None):
     ids = np.arange(len(losses)) if ids is None else np.asarray(ids)
     chunks = [ids[i:i + 16384] for i in range(0, len(ids), 16384)]
     g = np.concatenate([assistant.utility(c) for c in chunks])
-    plain_paper = getattr(assistant.hparams, "rule", "paper") == "paper" \
-        and getattr(assistant, "suspect", None) is None
-    if plain_paper:
+    if assistant.hparams.rule == "paper" and assistant.suspect is None:
         accept = accept_probability(g, assistant.schedule.lam)  # Algorithm 1's, from the same g
     else:  # the other rules' P(accept) depends on more than g (pass, loss history, checks)
         accept = np.concatenate([assistant.accept_probability(c) for c in chunks])

@@ -252,10 +252,11 @@ class AutoAssistEpochBatchIterator(CheckpointedIterator, EpochBatchIterating):
     def run_totals(self) -> dict:
         return self.counters.run_totals
 
-    def log_step(self, seq: int, tokens: float, padded_tokens: float) -> dict:
+    def log_step(self, seq: int, tokens: float, padded_tokens: float, retry: bool) -> dict:
         """The statistics (:mod:`..metrics`) of a training step on batch number *seq*, of
-        *tokens* tokens (*padded_tokens* with padding) (:meth:`~.counters.Counters.step`)."""
-        return self.counters.step(seq, tokens, padded_tokens, self._read_counters)
+        *tokens* tokens (*padded_tokens* with padding), an ``--amp`` *retry* or not
+        (:meth:`hold_losses`; :meth:`~.counters.Counters.step`)."""
+        return self.counters.step(seq, tokens, padded_tokens, self._read_counters, retry)
 
     def _read_counters(self) -> Tuple[dict, dict]:
         """The cumulative counts of the stream, the client and the Assistant, and the

@@ -91,7 +91,7 @@ class CheckpointedIterator:
         # taken: a resumed run must not miss the last update's
         self.flush_losses()
         stream = self.stream.state(self.iterations_in_epoch)
-        return dict(self.client.state(), stream=vars(stream))
+        return {"assistant": self.client.state()["assistant"], "stream": vars(stream)}
 
     def state_dict(self) -> dict:
         """fairseq's ``EpochBatchIterator`` keys (so plain ``translation`` can resume from

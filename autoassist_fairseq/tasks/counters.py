@@ -52,14 +52,14 @@ class Counters:
         self._logged["nonfinite"] = self._reduced["nonfinite"] = nonfinite
 
     def step(self, seq: int, tokens: float, padded_tokens: float,
-             read: Callable[[], Tuple[dict, dict]]) -> dict:
+             read: Callable[[], Tuple[dict, dict]], retry: bool = False) -> dict:
         """The statistics (:mod:`..metrics`) of a training step on batch number *seq*, of
         *tokens* tokens (*padded_tokens* with padding): the change of every cumulative count
         since the last step, and the current values *read* returns beside the cumulative
-        ones (a source absent from them has not changed). A batch already logged in this
-        update (an ``--amp`` retry) logs its first step's statistics again, and counts
-        nothing."""
-        if seq in self._update:
+        ones (a source absent from them has not changed). A *retry* (fairseq's ``--amp``
+        trains a batch of this update again, as the loss handover tells) logs the batch's
+        first step's statistics again, and counts nothing."""
+        if retry:
             return dict(self._update[seq])
         self._trained["boss_tokens"] += tokens
         self._trained["boss_padded_tokens"] += padded_tokens
