@@ -100,7 +100,7 @@ def test_an_amp_retry_on_a_prepared_copy_is_one_batch_with_its_first_steps_count
     """On a GPU fairseq prepares the sample again for the --amp retry (a new dict): the
     batch is still reported to the Assistant once, and the retry's step returns the counts
     of the first step, whose logging output fairseq dropped."""
-    from autoassist_fairseq.losses import train_step_with_losses
+    from autoassist_fairseq.tasks.train_step import train_step_with_losses
 
     crit, itr = _Criterion(), _Iterator()
     out = torch.tensor([[1.0, 2.0], [3.0, 4.0]])

@@ -271,7 +271,7 @@ def test_the_counts_of_an_update_fairseq_never_reduced_are_not_lost():
     from fairseq import metrics
 
     from autoassist_fairseq import metrics as aa_metrics
-    from autoassist_fairseq.losses import train_step_with_losses
+    from autoassist_fairseq.tasks.train_step import train_step_with_losses
 
     class Criterion:
         def compute_loss(self, model, net_output, sample, reduce=True):

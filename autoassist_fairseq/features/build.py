@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from .binarised import dataset_prefix, open_side
 from .fingerprint import dataset_fingerprint, token_files, token_fingerprint
+from ..console import configure_logging
 from ..checks.settings import check_available
 from ..checks.columns import (REGISTRY, PairCheckSettings, add_settings_arguments,
                           pair_check_columns, settings_from_args)
@@ -198,8 +199,7 @@ def get_parser() -> argparse.ArgumentParser:
 
 def cli_main(argv=None) -> int:
     args = get_parser().parse_args(argv)
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                        level=logging.INFO, stream=sys.stdout)
+    configure_logging()
     start = time.perf_counter()
     try:
         prefix = build_features(args.data_dir, args.source_lang, args.target_lang, args.split,

@@ -26,7 +26,7 @@ from .batch_iterator import AutoAssistEpochBatchIterator
 from ..data.run_points import RunPoints
 from ..features.store import FeatureStore
 from ..features.training import check_data_shards, open_train_features
-from ..losses import BatchTrace, train_step_with_losses
+from .train_step import BatchTrace, train_step_with_losses
 from ..transport.local_source import LocalSource, pipeline_lag
 from ..transport.process import AssistantProcess
 from .config import (AutoAssistTranslationConfig, check_config, check_criterion,

@@ -60,6 +60,7 @@ import time
 
 import numpy as np
 
+from ..console import configure_logging
 from ..checks.settings import check_available
 from ..checks.columns import add_settings_arguments, check_scores, \
     pair_check_columns, settings_from_args, union_score
@@ -237,8 +238,7 @@ def get_parser() -> argparse.ArgumentParser:
 
 def cli_main(argv=None) -> int:
     args = get_parser().parse_args(argv)
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                        level=logging.INFO, stream=sys.stdout)
+    configure_logging()
     if not 0.0 < args.share < 1.0:
         logger.error(f"--share must be between 0 and 1 (got {args.share}): give the share of "
                      "labelled pairs in the mix, e.g. --share 0.1")

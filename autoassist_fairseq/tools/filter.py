@@ -44,7 +44,6 @@ Example::
 
 import argparse
 import json
-import logging
 import shutil
 import sys
 import tempfile
@@ -53,6 +52,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..console import configure_logging
 from ..features.prepared import check_evidence, kept_lines, language_pair, open_training_sides
 from .drop_share import ranked_drop
 from .filter_output import MARKER, check_out, check_scores_out, move_into_place, write_error
@@ -223,8 +223,7 @@ def get_parser() -> argparse.ArgumentParser:
 
 def cli_main(argv: Optional[Sequence[str]] = None) -> int:
     args = get_parser().parse_args(argv)
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                        level=logging.INFO, stream=sys.stdout)
+    configure_logging()
     try:
         flags, dropped = filter_flagged(args.data, args.out, features=not args.no_features,
                                         drop_share=args.drop_share, dynamics=args.dynamics,

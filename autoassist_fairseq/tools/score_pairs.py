@@ -37,6 +37,7 @@ from itertools import islice
 
 import numpy as np
 
+from ..console import configure_logging
 from ..checks.settings import add_settings_arguments, settings_from_args
 from ..prepare.text_files import open_text
 from .pair_files import InputError, read_pairs, sample_pairs
@@ -214,9 +215,7 @@ def score_pairs(args, settings) -> dict:
 
 def cli_main(argv=None) -> int:
     args = get_parser().parse_args(argv)
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                        level=logging.ERROR if args.quiet else logging.INFO, stream=sys.stderr,
-                        force=True)
+    configure_logging(logging.ERROR if args.quiet else logging.INFO, sys.stderr, force=True)
     prog = "autoassist-score-pairs"
     try:
         settings = settings_from_args(args)
