@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 from research.bench import BenchmarkError
-from research.bench.flags import WHERE_FLAGS, is_flag, same_command
+from research.bench.flags import LOG_FLAGS, WHERE_FLAGS, is_flag, same_command
 from research.bench.logs import HEADER
 
 
@@ -45,7 +45,7 @@ def logged_mismatches(config_line, data, args):
     wanted = {"--data": str(data)} | flag_values(args)
     wrong = []
     for flag, value in wanted.items():
-        if flag in WHERE_FLAGS + ("--log-format", "--log-interval"):
+        if flag in WHERE_FLAGS + LOG_FLAGS + ("--log-interval",):
             continue
         name = flag.lstrip("-").replace("-", "_")
         m = re.search(rf"\b{name}=('[^']*'|\[[^\]]*\]|[^,)]+)", config_line)

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -189,6 +190,20 @@ def test_benchmark_end_to_end(tiny_data, tmp_path):
     # the baseline's (a skipping arm runs more, shorter epochs)
     row = results["per_seed"][0]
     budget = base_curve[-1]["updates"]
+    # each run's records are fairseq's JSON lines; an epoch's updates, from their fractional
+    # "update", are those fairseq's GroupedIterator logs at the epoch's start (the
+    # baseline's: its batches, as the harness counts them), so the baseline trained 2 epochs
+    for arm in row["arms"]:
+        text = (out / f"{arm}-s1" / "train.log").read_text()
+        records = logs.parse_log(text)
+        sizes = [int(n) for n in re.findall(r"grouped total_num_itrs = (\d+)", text)]
+        inner = [r for r in records if r["tag"] == "train_inner"]
+        assert inner and "| train_inner | {" in text, arm
+        assert [r["epoch_updates"] for r in inner] == [sizes[r["epoch"] - 1] for r in inner]
+        assert row["arms"][arm]["epochs_trained"] == logs.epochs_trained(records), arm
+        if arm == "baseline":
+            assert sizes == [row["baseline_batches_per_epoch"]] * 2
+    assert row["arms"]["baseline"]["epochs_trained"] == 2.0
     assert row["budget_updates"] == budget
     for name, curve in results["curves"].items():
         tokens = [p["boss_tokens"] for p in curve]

@@ -4,6 +4,7 @@ the converged budget, and a resumable run of three arms on a tiny corpus."""
 
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -15,7 +16,8 @@ from research import fixed_budget, merge_run, run_reuse
 from research import fixed_budget_report as report
 from research.bench import BenchmarkError
 from research.bench.flags import get_flag
-from research.bench.logs import HEADER, PASS_LOG, parse_log, random_rates, read_passes
+from research.bench.logs import (HEADER, PASS_LOG, epochs_trained, parse_log, random_rates,
+                                 read_passes)
 
 CONFIG = TINY_TRANSFORMER + [
     "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt",
@@ -92,6 +94,12 @@ def test_a_long_run_of_another_session_is_reused_only_for_the_same_command(tmp_p
         run_reuse.reusable_run(run, "/other-data", args)
     with pytest.raises(BenchmarkError, match="trained another command"):
         run_reuse.reusable_run(run, "/data", args[:3] + ["4"] + args[4:])
+    # a run logged in fairseq's simple format trained what the same command in JSON trains
+    (run / "train.log").write_text(header.replace(" --seed", " --log-format simple --seed")
+                                   + "done training in 9.0 seconds\n")
+    assert run_reuse.reusable_run(run, "/data", args + ["--log-format", "json"]) is True
+    with pytest.raises(BenchmarkError, match="trained another command"):
+        run_reuse.reusable_run(run, "/data", args + ["--log-interval", "5"])
     # a run started by fairseq-train itself: the configuration it logged
     (run / "train.log").write_text(
         "2026 | INFO | fairseq_cli.train | {'_name': None, 'model': Namespace(data='/data', "
@@ -269,6 +277,16 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
     work = tmp_path / "work" / "multi30k"
     default_log = (work / "default-0.50B-s1" / "train.log").read_text()
     assert "--assistant-sync" in default_log.split("\n", 1)[0]  # deterministic mode
+    # the run's records are fairseq's JSON lines: a train_inner line every 2 updates
+    records = parse_log(default_log)
+    assert "| train_inner | {" in default_log and "| train_inner | epoch" not in default_log
+    inner = [r for r in records if r["tag"] == "train_inner"]
+    assert [(r["epoch"], r["num_updates"]) for r in inner] == [(1, 2), (1, 4), (1, 6)]
+    # epoch_updates, from fairseq's fractional "update": the size its GroupedIterator logs
+    size = int(re.search(r"grouped total_num_itrs = (\d+)", default_log).group(1))
+    assert [r["epoch_updates"] for r in inner] == [size] * 3
+    assert [r["update"] for r in inner] == [round(n / size, 3) for n in (2, 4, 6)]
+    assert epochs_trained(records) == 6 / size < 1
     passes = read_passes(work / "default-0.50B-s1" / PASS_LOG)
     rates = random_rates([], "", passes)
     assert passes and rates == random_rates(parse_log(default_log), default_log)
@@ -284,7 +302,9 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
     assert (filtered / "done").read_text().startswith(f"{flagged} of ")
     filtered_log = (work / "plain-checked-0.50B-s1" / "train.log").read_text()
     assert "--task translation" in filtered_log and str(filtered) in filtered_log
-    # rerunning the command reuses every finished run
+    # rerunning the command reuses every finished run, one logged in the simple format too
+    old_log = work / "default-0.50B-s1" / "train.log"
+    old_log.write_text(default_log.replace("--log-format json", "--log-format simple", 1))
     proc = warm.run(cmd, capture_output=True, text=True, timeout=200, env=env,
                     cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

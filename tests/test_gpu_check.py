@@ -39,6 +39,9 @@ def test_cpu_dry_run_writes_a_passing_summary(synthetic_data, tmp_path):
     # skipping read back from the trace: a whole pass with fewer pairs than the corpus
     fig = train["figures"]
     assert min(fig["pairs_per_pass"]) < fig["corpus_pairs"] and fig["aa_skip_tok"] > 0
+    # read from the run's last train_inner record, a fairseq JSON line as research's runs log
+    assert fig["updates"] == 40 and fig["loss"] > 0 and fig["aa_boss_tok"] > 0
+    assert '| train_inner | {"epoch": ' in (out / "gpu-check.log").read_text()
     for name in ("train_fp16", "train_amp", "spawn"):  # CUDA-only: skipped with a reason
         assert steps[name]["status"] == "SKIP" and steps[name]["reason"]
     assert steps["kill_error"]["status"] == "PASS"

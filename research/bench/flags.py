@@ -7,13 +7,17 @@ from pathlib import Path
 from . import CONFIGS, USER_DIR, BenchmarkError
 from .logs import PASS_LOG
 
-# flags every run gets (research/gpu/run_benchmark.py drops --cpu from this list on a GPU)
-FORCED = [("--log-format", "simple"), ("--log-interval", "50"), ("--cpu", None)]
+# flags every run gets (research/gpu/run_benchmark.py drops --cpu from this list on a GPU);
+# fairseq's JSON log lines are the records logs.parse_log reads
+FORCED = [("--log-format", "json"), ("--log-interval", "50"), ("--cpu", None)]
 LANG_FLAGS = ("--source-lang", "-s", "--target-lang", "-t")
 KEEP_EPOCH_FLAGS = ("--keep-last-epochs", "--no-epoch-checkpoints", "--keep-interval-updates")
 # flags that name where a run writes, not what it trains: two commands that differ only in
 # them train the same run (a finished run made without the pass log is reused as it is)
 WHERE_FLAGS = ("--save-dir", "--assistant-pass-log")
+# flags that set how a run logs, not what it trains: a finished run logged in fairseq's
+# simple format is reused as it is
+LOG_FLAGS = ("--log-format",)
 
 
 def is_flag(token):
@@ -54,7 +58,8 @@ def get_flag(tokens, *names, default=None):
 
 def same_command(a, b):
     """True when the fairseq-train token lists *a* and *b* train the same run."""
-    return drop_flags(list(map(str, a)), WHERE_FLAGS) == drop_flags(list(map(str, b)), WHERE_FLAGS)
+    same = WHERE_FLAGS + LOG_FLAGS
+    return drop_flags(list(map(str, a)), same) == drop_flags(list(map(str, b)), same)
 
 
 def find_config(name):

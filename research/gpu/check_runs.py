@@ -84,7 +84,7 @@ def fairseq_train(ctx, name, flags, finish=True):
 
 
 def log_records(output, kind="train_inner"):
-    """The numeric fields of fairseq's simple-format log lines of one kind."""
+    """The numeric fields of fairseq's log lines of one kind (research.bench.logs)."""
     from research.bench.logs import parse_line
 
     return [fields for tag, _, fields in filter(None, map(parse_line, output.splitlines()))

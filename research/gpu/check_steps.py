@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from research.bench.flags import drop_flags, find_config, read_args_file
+from research.bench.flags import FORCED, drop_flags, find_config, read_args_file
 from research.gpu.check_runs import Run, fairseq_train, kill_assistant_during, train_checks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,13 +64,16 @@ NO_SPAWN_ON_CPU = ("fairseq spawns min(CUDA devices, world size) processes: none
 
 
 def write_config(ctx):
-    """The profile's config without --cpu (on a GPU) and the flags each step sets itself."""
+    """The profile's config without --cpu (on a GPU) and the flags each step sets itself;
+    fairseq's log format as every research run's (the records check_runs reads)."""
     tokens = read_args_file(find_config(ctx["profile"]["config"]))
-    drop = {"--max-epoch", "--keep-last-epochs", "--no-epoch-checkpoints", "--log-interval"}
+    drop = {"--max-epoch", "--keep-last-epochs", "--no-epoch-checkpoints", "--log-interval",
+            "--log-format"}
     if not ctx["dry"]:
         drop.add("--cpu")
     tokens = drop_flags(tokens, drop)
-    tokens += ["--log-interval", str(ctx["profile"]["log_interval"])] + ctx["profile"]["extra"]
+    tokens += ["--log-format", dict(FORCED)["--log-format"],
+               "--log-interval", str(ctx["profile"]["log_interval"])] + ctx["profile"]["extra"]
     path = ctx["work"] / "check.args"
     path.write_text("# fairseq-train flags of the check, written by research/gpu/check_steps.py\n"
                     + shlex.join(tokens) + "\n")
