@@ -20,7 +20,7 @@ from research.bench.metrics import value_at
 
 SUMMARY_KEYS = ("corpus", "seed", "arm", "budget_share", "valid_loss", "valid_reducible_loss",
                 "bleu", "boss_tokens", "schedule")
-DEFAULT_SCHEDULE = "cosine"  # the schedule of rows written before they named one
+UNNAMED_SCHEDULE = "cosine"  # the schedule of rows and run folders that name none
 BLEU_MARGIN = 0.3  # an arm matches plain fairseq at B with a test BLEU at most this much lower
 TARGET_ARM = "plain"  # plain fairseq, schedule decaying to zero at B: the target
 OWN_SCHEDULE_ARM = "plain-inverse-sqrt"  # the config's schedule, compared with cosine's target
@@ -80,14 +80,14 @@ def entry_schedule(entry):
     without one, cosine (plain-inverse-sqrt's: inverse_sqrt, the config's own)."""
     if entry.get("schedule"):
         return entry["schedule"]
-    return "inverse_sqrt" if entry["arm"] == OWN_SCHEDULE_ARM else DEFAULT_SCHEDULE
+    return "inverse_sqrt" if entry["arm"] == OWN_SCHEDULE_ARM else UNNAMED_SCHEDULE
 
 
 def target_schedule(entry):
     """The schedule of the plain fairseq run at B that *entry* is compared with: its own
     (plain-inverse-sqrt's: cosine, the comparison it was made for)."""
     schedule = entry_schedule(entry)
-    return DEFAULT_SCHEDULE if schedule == "inverse_sqrt" else schedule
+    return UNNAMED_SCHEDULE if schedule == "inverse_sqrt" else schedule
 
 
 def entry_key(entry):
@@ -95,11 +95,11 @@ def entry_key(entry):
             entry_schedule(entry))
 
 
-def run_name(arm, share, seed, schedule=DEFAULT_SCHEDULE):
+def run_name(arm, share, seed, schedule=UNNAMED_SCHEDULE):
     """A run's folder, and its key in runs-CORPUS.json: ARM-SHAREB-sSEED, and -SCHEDULE after
     it unless the schedule is cosine (so that runs of two schedules never share a folder)."""
     name = f"{arm}-{share:.2f}B-s{seed}"
-    return name if schedule == DEFAULT_SCHEDULE else f"{name}-{schedule}"
+    return name if schedule == UNNAMED_SCHEDULE else f"{name}-{schedule}"
 
 
 def record_run(results, name, entry, args, curve):
@@ -149,7 +149,7 @@ def matches(entry, target, margin=BLEU_MARGIN):
     return entry["bleu"] >= target["bleu"] - margin
 
 
-def matching_shares(rows, margin=BLEU_MARGIN, schedule=DEFAULT_SCHEDULE):
+def matching_shares(rows, margin=BLEU_MARGIN, schedule=UNNAMED_SCHEDULE):
     """{(corpus, seed, arm): the smallest measured budget share at which the arm matches
     plain fairseq at B of its corpus and seed} within the comparison of one *schedule*
     (rows of other schedules are left out; see :func:`target_schedule`). None: no share
@@ -205,7 +205,7 @@ def summary_table(rows):
         schedule = target_schedule(e)
         match = "(target)" if targets[schedule].get((e["corpus"], e["seed"])) is e else \
             shares[schedule].get((e["corpus"], e["seed"], e["arm"]))
-        arm = e["arm"] if schedule == DEFAULT_SCHEDULE else f"{e['arm']} ({schedule})"
+        arm = e["arm"] if schedule == UNNAMED_SCHEDULE else f"{e['arm']} ({schedule})"
         lines.append(
             f"| {e['corpus']} | {e['seed']} | {arm} | {e['budget_share']:.2f} | "
             f"{fmt(e.get('updates'), 'd')} | {e['valid_loss']:.3f} | "

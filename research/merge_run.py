@@ -71,7 +71,7 @@ def bench_baseline(results_file: Path, corpus: str, run: str, target: Path) -> d
     entries = json.loads(summary.read_text()) if summary.exists() else []
     plain = [e for e in entries if (e["corpus"], e["seed"], e["arm"], e["budget_share"],
                                     report.entry_schedule(e)) ==
-             (corpus, seed, report.TARGET_ARM, 1.0, report.DEFAULT_SCHEDULE)]
+             (corpus, seed, report.TARGET_ARM, 1.0, report.UNNAMED_SCHEDULE)]
     if not plain:
         raise BenchmarkError(f"{summary} has no plain fairseq at B of {corpus}, seed {seed}: "
                              "merge that run first (its updates and loss floor are needed)")

@@ -29,7 +29,7 @@ CONFIG = TINY_TRANSFORMER + [
 def _ctx(tmp_path, sync=True):
     return {"tokens": CONFIG, "extra": [], "langs": ("src", "tgt"), "work": tmp_path,
             "B": 100, "budget_epochs": 3, "sync": sync, "rules": {"default": []},
-            "assistant_extra": ["--assistant-window", "256"]}
+            "assistant_extra": ["--assistant-window", "256"], "schedule": "cosine"}
 
 
 def test_every_arm_decays_its_learning_rate_to_zero_at_its_own_budget(tiny_data, tmp_path):
@@ -275,8 +275,11 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
         assert r["valid_reducible_loss"] < r["valid_loss"] and r["boss_tokens"] > 0
         assert r["updates"] == round(12 * r["budget_share"])
     work = tmp_path / "work" / "multi30k"
-    default_log = (work / "default-0.50B-s1" / "train.log").read_text()
+    # without --schedule every arm trains with REX, its run folder named so
+    assert {r["schedule"] for r in rows} == {"rex"}
+    default_log = (work / "default-0.50B-s1-rex" / "train.log").read_text()
     assert "--assistant-sync" in default_log.split("\n", 1)[0]  # deterministic mode
+    assert "--lr-scheduler rex" in default_log.split("\n", 1)[0]
     # the run's records are fairseq's JSON lines: a train_inner line every 2 updates
     records = parse_log(default_log)
     assert "| train_inner | {" in default_log and "| train_inner | epoch" not in default_log
@@ -287,10 +290,10 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
     assert [r["epoch_updates"] for r in inner] == [size] * 3
     assert [r["update"] for r in inner] == [round(n / size, 3) for n in (2, 4, 6)]
     assert epochs_trained(records) == 6 / size < 1
-    passes = read_passes(work / "default-0.50B-s1" / PASS_LOG)
+    passes = read_passes(work / "default-0.50B-s1-rex" / PASS_LOG)
     rates = random_rates([], "", passes)
     assert passes and rates == random_rates(parse_log(default_log), default_log)
-    assert f"--assistant-random-rates {rates}" in (work / "random-0.50B-s1" /
+    assert f"--assistant-random-rates {rates}" in (work / "random-0.50B-s1-rex" /
                                                    "train.log").read_text()
     assert "Fixed-budget comparisons" in (tmp_path / "results" / "README.md").read_text()
     assert (tmp_path / "results" / "curves-multi30k.png").stat().st_size > 0
@@ -300,13 +303,42 @@ def test_tiny_fixed_budget_runs_are_reused_and_fill_the_summary(tiny_data, tmp_p
     assert flagged > 0
     filtered = work / "filtered-data"
     assert (filtered / "done").read_text().startswith(f"{flagged} of ")
-    filtered_log = (work / "plain-checked-0.50B-s1" / "train.log").read_text()
+    filtered_log = (work / "plain-checked-0.50B-s1-rex" / "train.log").read_text()
     assert "--task translation" in filtered_log and str(filtered) in filtered_log
     # rerunning the command reuses every finished run, one logged in the simple format too
-    old_log = work / "default-0.50B-s1" / "train.log"
+    old_log = work / "default-0.50B-s1-rex" / "train.log"
     old_log.write_text(default_log.replace("--log-format json", "--log-format simple", 1))
     proc = warm.run(cmd, capture_output=True, text=True, timeout=200, env=env,
                     cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.count("finished before: reusing") == 3, proc.stdout
     assert json.loads((tmp_path / "results" / "summary.json").read_text()) == rows
+
+
+def test_schedule_report_compares_each_schedule_with_cosine_and_the_target(tmp_path, capsys):
+    from research import schedule_report
+
+    def row(arm, share, schedule, seed, loss, bleu):
+        return {"corpus": "c", "seed": seed, "arm": arm, "budget_share": share,
+                "schedule": schedule, "valid_loss": loss, "valid_reducible_loss": loss - 1,
+                "bleu": bleu, "boss_tokens": 1}
+    rows = [row("plain", 1.0, "cosine", 1, 4.20, 38.0), row("plain", 1.0, "cosine", 2, 4.30, 37.0),
+            row("plain", 0.7, "cosine", 1, 4.30, 36.0), row("plain", 0.7, "cosine", 2, 4.40, 35.0),
+            row("plain", 0.7, "rex", 1, 4.19, 37.8), row("plain", 0.7, "rex", 2, 4.36, 36.0),
+            row("default", 0.7, "rex", 1, 4.21, 38.3)]
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps(rows))
+    schedule_report.main([str(summary)])
+    out = capsys.readouterr().out
+    # REX at 0.7 B: 0.075 lower than cosine on the mean of the two seeds, 1.4 BLEU above;
+    # seed 1 matches plain at B with cosine, seed 2 misses it by 1 BLEU
+    assert "| 0.70 | rex | 4.190 / 4.360 | 37.80 / 36.00 | 4.275, 36.90 | -0.075, +1.40 | " \
+           "yes (-0.010, -0.20) / no (+0.060, -1.00) |" in out
+    assert "| 1.00 | cosine | 4.200 / 4.300 | 38.00 / 37.00 | 4.250, 37.50 |  | target / target |" in out
+    # the Assistant arm against plain fairseq at its share with its schedule (seed 1 only)
+    assert "| default | 0.70 | rex | 4.210 | 38.30 | +0.020, +0.50 |" in out
+    summary.write_text(json.dumps([r for r in rows if r["arm"] != "default"]))
+    schedule_report.main([str(summary), "--corpus", "c"])
+    assert "| default |" not in capsys.readouterr().out
+    with pytest.raises(BenchmarkError, match="no rows with a test BLEU of corpus other"):
+        schedule_report.main([str(summary), "--corpus", "other"])

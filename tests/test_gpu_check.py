@@ -110,7 +110,7 @@ def test_fixed_budget_on_a_gpu_runs_each_arm_without_cpu(tiny_data, tmp_path):
         ["bash", "research/gpu/fixed_budget.sh", "--no-install", "--data-tgz", str(tgz),
          "--runs-tgz", str(runs_tgz), "--corpus", "tiny", "--budget-updates", "20",
          "--config", "demo/transformer_tiny",
-         "--arms", "plain@1.0,default@0.5+random@0.5,plain@0.5/rex", "--seed", "2",
+         "--arms", "plain@1.0,default@0.5+random@0.5,plain@0.5/linear", "--seed", "2",
          "--work", str(work),
          "--out", str(out),
          "--deadline", "200", "--", "--dry-run"],
@@ -121,19 +121,19 @@ def test_fixed_budget_on_a_gpu_runs_each_arm_without_cpu(tiny_data, tmp_path):
         logs = {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()
                 if m.name.startswith("console/arms-")}
     assert sorted(logs) == [f"console/arms-{item}-s2.log" for item in
-                            ("default_0.5_random_0.5", "plain_0.5_rex", "plain_1.0")]
+                            ("default_0.5_random_0.5", "plain_0.5_linear", "plain_1.0")]
     plain = logs["console/arms-plain_1.0-s2.log"]
     both = logs["console/arms-default_0.5_random_0.5-s2.log"]
     commands = [line for text in logs.values() for line in text.splitlines()
                 if line.startswith(("plain-", "default-", "random-"))]
     assert sorted(c.split(":")[0] for c in commands if c.startswith("plain-")) == \
-        ["plain-0.50B-s2-rex", "plain-1.00B-s2"]
-    assert both.index("default-0.50B-s2:") < both.index("random-0.50B-s2:")
+        ["plain-0.50B-s2-linear", "plain-1.00B-s2-rex"]
+    assert both.index("default-0.50B-s2-rex:") < both.index("random-0.50B-s2-rex:")
     assert len(commands) == 4 and not any("--cpu" in c.split() for c in commands), commands
-    assert "--max-update 20" in plain and "--lr-scheduler cosine" in plain
+    assert "--max-update 20" in plain and "--lr-scheduler rex" in plain  # the default
     # ARM@SHARE/SCHEDULE: that item's run alone with the schedule
-    rex = logs["console/arms-plain_0.5_rex-s2.log"]
-    assert "plain-0.50B-s2-rex:" in rex and "--lr-scheduler rex" in rex
+    linear = logs["console/arms-plain_0.5_linear-s2.log"]
+    assert "plain-0.50B-s2-linear:" in linear and "--lr-scheduler polynomial_decay" in linear
     assert (work / "runs" / "tiny" / "filtered-data" / "done").read_text() == \
         "3 of 40 pairs flagged\n"
 

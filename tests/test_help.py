@@ -26,7 +26,7 @@ PYTHON_SCRIPTS = ["clean_corpus.py", "spm_train_encode.py", "launch_cpu_workers.
                   "research.reducible_from_raw", "research.replay_assistant", "research.copied_outputs",
                   "research.langid_bar", "research.merge_run", "research.features_time",
                   "research.repeat_corpus", "research.check_pairs", "research.dynamics_mix",
-                  "research.dynamics_report",
+                  "research.dynamics_report", "research.schedule_report",
                   "autoassist_fairseq.features.build:cli_main",
                   "autoassist_fairseq.tools.check_report:cli_main",
                   "autoassist_fairseq.tools.filter:cli_main",
