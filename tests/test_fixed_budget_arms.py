@@ -98,7 +98,7 @@ def test_a_tiny_two_stage_run_filters_by_its_dynamics_and_continues(tiny_data, t
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = warm.run(cmd, capture_output=True, text=True, timeout=400, env=env, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = tmp_path / "work" / "tiny" / "two-stage-1.00B-s1"
+    run = tmp_path / "work" / "tiny" / "two-stage-1.00B-s1-rex"  # the default schedule
     passes = [int(line.split("(")[1].split()[0]) for line in proc.stdout.splitlines()
               if line.startswith("B = ")][0]
     stage1 = (run / "stage1" / "train.log").read_text()
