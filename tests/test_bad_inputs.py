@@ -588,17 +588,13 @@ def test_a_mid_pass_resume_on_another_number_of_workers_stops_with_the_reason(
     shard, which 2 workers cannot split without training some pairs twice and others not at
     all. The run stops before training with the reason and both ways out; with
     --reset-dataloader it trains on 2 workers."""
-    import sys
-
-    from utils import BIN, REPO
+    from utils import run_cpu_workers
 
     save_dir = _copy_checkpoint(tiny_checkpoint, tmp_path)
 
     def two_workers(*extra):
-        fairseq_train, *rest = train_args(tiny_data, save_dir, extra=[
-            "--max-update", "6", "--assistant-sync", *extra])
-        proc = run([sys.executable, REPO / "scripts" / "launch_cpu_workers.py", "2", "--",
-                    BIN / fairseq_train, *rest], check=False)
+        proc = run_cpu_workers(train_args(tiny_data, save_dir, extra=[
+            "--max-update", "6", "--assistant-sync", *extra]), check=False)
         return proc, proc.stdout + proc.stderr
 
     proc, output = two_workers()

@@ -1,9 +1,12 @@
 """autoassist-check-report --dynamics-passes: the Boss's own losses beside the checks."""
 
 import json
+import subprocess
+from types import SimpleNamespace
 
 import numpy as np
 
+import warm
 from utils import LABEL_SMOOTHED, REPO, TINY_TRANSFORMER
 
 from autoassist_fairseq.tools import check_dynamics, check_report
@@ -31,6 +34,17 @@ def test_the_report_puts_the_dynamics_beside_the_checks(corpus, tmp_path, monkey
         ["--cpu"] + TINY_TRANSFORMER + list(LABEL_SMOOTHED) + [
             "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt",
             "--warmup-updates", "4", "--max-tokens", "2000", "--num-workers", "0"]))
+
+    def warm_call(cmd, stdout, stderr):
+        """subprocess.call of the dynamics' `python -m fairseq_cli.preprocess` and `.train`,
+        forked from the warm server (tests/warm.py) instead of ~6 s of imports each."""
+        assert stderr == subprocess.STDOUT
+        proc = warm.run(cmd)
+        stdout.write(proc.stdout + proc.stderr)
+        return proc.returncode
+
+    monkeypatch.setattr(check_dynamics, "subprocess",
+                        SimpleNamespace(call=warm_call, STDOUT=subprocess.STDOUT))
     out = tmp_path / "report.json"
     code = check_report.cli_main([str(labelled), "--clean", str(path / "clean"), "--src", "en",
                                   "--tgt", "de", "--out", str(out), "--share", "0.25",

@@ -1,5 +1,8 @@
 """Two CPU workers with gloo: each has its own shard and Assistant, and the same updates;
-an interrupted epoch resumes every rank's plan exactly; a dead Assistant stops every rank."""
+an interrupted epoch resumes every rank's plan exactly; a dead Assistant stops every rank.
+
+The resume tests start each rank's fairseq-train warm (utils.run_cpu_workers); the tests
+that kill a rank or its Assistant read the launcher's process tree and start them cold."""
 
 import os
 import re
@@ -11,13 +14,8 @@ import time
 import pytest
 import torch
 
-from utils import BIN, REPO, children, descendants, read_trace, run, running, train_args
-
-
-def _workers(args):
-    fairseq_train, *rest = args
-    return [sys.executable, REPO / "scripts" / "launch_cpu_workers.py", "2", "--",
-            BIN / fairseq_train, *rest]
+from utils import (REPO, children, cpu_workers, descendants, read_trace, run_cpu_workers,
+                   running, train_args)
 
 
 def test_two_workers_finish_with_equal_updates_and_resume_mid_epoch_exactly(train_data, tmp_path):
@@ -27,11 +25,11 @@ def test_two_workers_finish_with_equal_updates_and_resume_mid_epoch_exactly(trai
     rule in the deterministic mode: each rank's Assistant decides from its learned state,
     which the checkpoint carries exactly."""
     def args(name, *extra):
-        return _workers(train_args(train_data, tmp_path / name, extra=[
+        return train_args(train_data, tmp_path / name, extra=[
             "--max-epoch", "3", "--assistant-trace-dir", tmp_path / f"trace-{name}",
-            "--assistant-sync", "--assistant-warmup", "5", *extra]))
+            "--assistant-sync", "--assistant-warmup", "5", *extra])
 
-    out = run(args("whole"), timeout=600).stdout
+    out = run_cpu_workers(args("whole")).stdout
     assert "done training" in out
     ends = [int(u) for u in re.findall(r"\| train \| epoch 00\d .*num_updates (\d+)", out)]
     assert len(ends) == 3, out[-3000:]
@@ -48,11 +46,11 @@ def test_two_workers_finish_with_equal_updates_and_resume_mid_epoch_exactly(trai
         assert sum(1 for e, _, _ in expected[1] if e == epoch) == \
             sum(1 for e, _, _ in expected[0] if e == epoch)
     epoch1 = sum(1 for e, _, _ in expected[0] if e == 1)
-    run(args("part", "--max-update", str(epoch1 + 7)), timeout=600)
+    run_cpu_workers(args("part", "--max-update", str(epoch1 + 7)))
     saved = torch.load(tmp_path / "part" / "checkpoint_last.pt", weights_only=False)
     itr = saved["extra_state"]["train_iterator"]
     assert itr["epoch"] == 2 and itr["iterations_in_epoch"] == 7
-    proc = run(args("part"), timeout=600)
+    proc = run_cpu_workers(args("part"))
     assert "resuming epoch 2 at batch 7/" in proc.stdout
     for rank in (0, 1):
         got = read_trace(tmp_path / "trace-part", rank)
@@ -69,21 +67,21 @@ def test_two_workers_without_validation_resume_exactly(train_data, tmp_path):
     trains exactly the uninterrupted run's batches on both ranks, with no warning that
     other workers' plans are older."""
     def args(name, *extra):
-        return _workers(train_args(train_data, tmp_path / name, extra=[
+        return train_args(train_data, tmp_path / name, extra=[
             "--max-epoch", "2", "--assistant-trace-dir", tmp_path / f"trace-{name}",
-            "--assistant-sync", "--assistant-warmup", "5", "--disable-validation", *extra]))
+            "--assistant-sync", "--assistant-warmup", "5", "--disable-validation", *extra])
 
-    run(args("whole"), timeout=600)
+    run_cpu_workers(args("whole"))
     expected = [read_trace(tmp_path / "trace-whole", rank) for rank in (0, 1)]
     epoch1 = sum(1 for e, _, _ in expected[0] if e == 1)
-    out = run(args("part", "--max-update", str(epoch1 + 7)), timeout=600).stdout
+    out = run_cpu_workers(args("part", "--max-update", str(epoch1 + 7))).stdout
     saved = torch.load(tmp_path / "part" / "checkpoint_last.pt", weights_only=False)
     saved = saved["extra_state"]["train_iterator"]["autoassist"]
     for rank, entry in enumerate(saved["ranks"]):  # the losses of every batch trained
         learned = entry["assistant"]["schedule"]["num_batches"]
         held = len(entry["assistant"]["held_losses"])
         assert learned + held == saved["batches_done"] == epoch1 + 7, (rank, learned, held)
-    proc = run(args("part"), timeout=600)
+    proc = run_cpu_workers(args("part"))
     output = out + proc.stdout + proc.stderr
     assert "resuming epoch 2 at batch 7/" in proc.stdout
     assert "batch plans as of" not in output, output[-3000:]
@@ -105,7 +103,7 @@ def test_one_dead_assistant_stops_or_falls_back_on_every_rank(train_data, tmp_pa
     """Rank 1's Assistant killed: with `error` every rank stops at the same update (the
     last update each rank trained, in its trace), rank 1 naming the cause and rank 0 the
     other worker, neither by a failed collective; with `uniform` both go on to the end."""
-    args = _workers(train_args(train_data, tmp_path, extra=[
+    args = cpu_workers(train_args(train_data, tmp_path, extra=[
         "--max-update", "60" if fallback == "uniform" else "100000", "--no-save",
         "--assistant-fallback", fallback, "--assistant-trace-dir", tmp_path / "trace"]))
     proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE,
@@ -197,7 +195,7 @@ def test_a_killed_worker_stops_the_other_with_the_cause_and_leaves_no_process(tr
     'Connection closed by peer', a traceback that does not say why); the launcher stops it
     at once and its last line names the rank that died first and the signal, though rank 0
     may end before the launcher looks. Every worker, Assistant and data loader ends."""
-    args = _workers(train_args(train_data, tmp_path, extra=[
+    args = cpu_workers(train_args(train_data, tmp_path, extra=[
         "--max-update", "100000", "--no-save", "--num-workers", "1"]))
     proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True,

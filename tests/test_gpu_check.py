@@ -4,6 +4,10 @@ The whole dry run starts about ten fairseq trainings (minutes on 2 cores); the s
 the steps that exercise the check's own machinery (environment, a training run read back
 from its log and trace, the CUDA-only skips, a killed Assistant). The benchmark steps run
 with `bash research/gpu/check.sh --cpu-dry-run` (docs/gpu.md).
+
+The scripts' own Python commands (`$PYTHON -c ...`, `$PYTHON -m research...`) start warm
+(:func:`warm_python`); the trainings they start run the venv's fairseq-train by its path,
+cold, so the kill step reads and signals a real fairseq-train and its Assistant.
 """
 
 import json
@@ -11,16 +15,24 @@ import os
 import subprocess
 import sys
 
+import warm_shims
 from utils import REPO
 
 STEPS = "env,train_fp32,train_fp16,train_amp,spawn,kill_error"
+
+
+def warm_python():
+    """The environment for research/gpu's scripts with PYTHON=python, a shim first on PATH
+    (tests/warm_shims.py): each `$PYTHON ...` of theirs is forked from a warm server instead
+    of a new interpreter's ~6 s of imports; the scripts resolve and use it as any python."""
+    return dict(warm_shims.environment(dict(os.environ), names=("python",)), PYTHON="python")
 
 
 def test_cpu_dry_run_writes_a_passing_summary(synthetic_data, tmp_path):
     """On the session's prepared synthetic corpus (--data; the check's own generated one is
     prepared by the same scripts/prepare-corpus.sh)."""
     out = tmp_path / "out"
-    env = dict(os.environ, PYTHON=sys.executable)
+    env = warm_python()
     proc = subprocess.run(
         ["bash", str(REPO / "research/gpu/check.sh"), "--cpu-dry-run", "--no-install",
          "--steps", STEPS, "--work", str(tmp_path / "work"), "--out", str(out),
@@ -114,8 +126,7 @@ def test_fixed_budget_on_a_gpu_runs_each_arm_without_cpu(tiny_data, tmp_path):
          "--work", str(work),
          "--out", str(out),
          "--deadline", "200", "--", "--dry-run"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, PYTHON=sys.executable))
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=warm_python())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with tarfile.open(out / "runs.tgz") as tar:
         logs = {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 import warm
+import warm_shims
 from research.process_tree import children, descendants  # noqa: F401  (the tests' names)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,6 +49,26 @@ def run(cmd, timeout=600, check=True, **kwargs):
         raise AssertionError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
                              f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return proc
+
+
+def cpu_workers(args, workers=2, by_name=False):
+    """scripts/launch_cpu_workers.py's command line for *workers* ranks of *args* (a
+    fairseq-train command line, as :func:`train_args` gives): the venv's fairseq-train by its
+    path, or by its name (found on PATH) when *by_name*."""
+    fairseq_train, *rest = args
+    return [sys.executable, REPO / "scripts" / "launch_cpu_workers.py", str(workers), "--",
+            fairseq_train if by_name else BIN / fairseq_train, *rest]
+
+
+def run_cpu_workers(args, workers=2, timeout=600, check=True):
+    """:func:`run` of :func:`cpu_workers`, each rank's fairseq-train started warm: the
+    launcher starts it by name, and a shim first on PATH forks it from a warm server
+    (tests/warm_shims.py) instead of ~6 s of imports per rank. Each rank is still a process
+    of its own with its own Assistant, output and exit code; but the launcher's children are
+    the shims, so a test that reads or signals the workers' process tree starts them with
+    ``subprocess`` and :func:`cpu_workers` instead."""
+    return run(cpu_workers(args, workers, by_name=True), timeout=timeout, check=check,
+               env=warm_shims.environment(dict(os.environ)))
 
 
 def make_binarized(root, n_train=600, n_valid=60, seed=0, features=True, noisy=0.3):
