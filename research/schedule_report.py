@@ -114,5 +114,5 @@ def main(argv=None):
 if __name__ == "__main__":
     try:
         main()
-    except BenchmarkError as e:
-        sys.exit(f"schedule_report: {e}")
+    except BenchmarkError as err:
+        sys.exit(f"schedule_report.py: error: {err}")
