@@ -254,12 +254,15 @@ def test_verdict_rule(checks, dynamics, expected):
     elif code == "noise-rule":
         assert "35.73 against 34.45 and 34.25" in reason and "the filter alone did not pay" in reason
         rule, plain = command.split("; and ")
-        assert rule.startswith("fairseq-train work/crawl --user-dir autoassist_fairseq")
+        assert rule.startswith("fairseq-train work/crawl --task autoassist_translation")
         assert "--assistant-rule noise" in rule and "--max-update BUDGET" in rule
         assert plain.startswith("fairseq-train work/crawl --task translation")
         assert "autoassist-filter" not in command
     else:
         assert command is None and "autoassist-features" in reason
+    if command is not None:  # every training step with the schedule measured best, REX
+        for step in command.split("; and "):
+            assert "--user-dir autoassist_fairseq --lr-scheduler rex --max-update BUDGET" in step
     # the union of both estimates, where given, decides
     assert diagnose.verdict(0.0, 0.0, noise_share=0.3)[0] == "filter"
 

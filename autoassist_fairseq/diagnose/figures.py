@@ -89,12 +89,11 @@ def plan_commands(data="DATA", dynamics=None):
     """The commands behind the verdicts: (filter, plain, noise rule). *dynamics*: the two
     losses files of ``--dynamics``, added to the filter's command."""
     more = f" --dynamics {dynamics[0]} {dynamics[1]}" if dynamics else ""
+    rex = "--user-dir autoassist_fairseq --lr-scheduler rex --max-update BUDGET"
     return (f"autoassist-filter {data}{more} --out FILTERED, then fairseq-train FILTERED "
-            "--task translation --lr-scheduler cosine --min-lr 0 --max-update BUDGET",
-            f"fairseq-train {data} --task translation --lr-scheduler cosine --min-lr 0 "
-            "--max-update BUDGET (or --user-dir autoassist_fairseq --lr-scheduler rex)",
-            f"fairseq-train {data} --user-dir autoassist_fairseq --task autoassist_translation "
-            "--assistant-rule noise --lr-scheduler cosine --min-lr 0 --max-update BUDGET")
+            f"--task translation {rex}",
+            f"fairseq-train {data} --task translation {rex}",
+            f"fairseq-train {data} --task autoassist_translation --assistant-rule noise {rex}")
 
 
 def verdict(noise_share_checks, noise_share_dynamics=None, noise_share=None,
