@@ -43,35 +43,20 @@ flagged by either, which ``autoassist-filter`` with the same inputs drops. The v
 * ``filter``: the noise share is at least 0.19. Skipping pays here through the noise, not
   through easy pairs: run ``autoassist-filter DATA --out FILTERED`` (with ``--dynamics
   FIRST LAST`` where given), then plain fairseq on FILTERED with a schedule fitted to the
-  budget (``--user-dir autoassist_fairseq --lr-scheduler rex --max-update BUDGET``; the
-  evidence used cosine to 0 at the budget). Evidence: Multi30k
-  with 30% synthetic noise (copies, wrong-language and misaligned pairs; 20% of the
-  prepared pairs), where the checks flag 19.6% of the pairs (4,831 of 24,700; 4,719 of
-  them noise): plain fairseq on the filtered corpus beat every AutoAssist arm at the same
-  budget (0.7 B: 34.82 against 34.44 BLEU; 0.85 B: 35.73 against 34.91) and plain fairseq
-  on the whole corpus at B (33.75). That is the noise share the evidence covers; a filter
-  by the dynamics alone was not run at a fixed budget.
-* ``no``: the noise share is at most 0.01, as on the clean corpora measured (the checks
-  flag 0.8% of Multi30k's pairs, 0.9% of Tatoeba de-en's): no skipping rule beat plain
-  fairseq trained less with a schedule fitted to the budget. Train plain fairseq with
-  such a schedule: ``--user-dir autoassist_fairseq --lr-scheduler rex``, which ended below
-  cosine to 0 in validation loss at every share of the budget measured.
+  budget (``--user-dir autoassist_fairseq --lr-scheduler rex --max-update BUDGET``). That
+  is the noise share the evidence covers; a filter by the dynamics alone was not run at a
+  fixed budget.
+* ``no``: the noise share is at most 0.01, as on the clean corpora measured: train plain
+  fairseq with a schedule fitted to the budget (``--user-dir autoassist_fairseq
+  --lr-scheduler rex``).
 * ``noise-rule``: between the two (real crawled corpora land here: on human-labelled
   ParaCrawl pairs the checks flag 8% of the valid ones). Train the plugin with
-  ``--assistant-rule noise`` (the pairs the checks flag at the acceptance floor) and compare
-  it with plain fairseq at the budget, both with REX. Evidence: Multi30k with 30% realistic
-  synthetic noise (``research/add_noise.py --mix realistic``: neighbours' targets, cut
-  targets, boilerplate, copies, wrong-language targets), where the checks flag 8.9% of the
-  prepared pairs. With REX (two seeds' mean): the noise rule at 0.85 B 35.69 BLEU, plain
-  fairseq at B 35.26, plain fairseq on the filtered corpus at 0.85 B 34.85 (the filter
-  alone did not pay). The noise rule's validation loss was 0.21 higher and its lead is
-  output length: at the same length penalty it was level with plain fairseq at B, with one
-  chosen on the valid split 0.6 below. With cosine it had led by 1.3 (35.73 against
-  34.45). It holds back the targets of neighbouring pairs, which the checks miss, twice as
-  much as clean pairs. Real crawled noise was not trained at a budget.
+  ``--assistant-rule noise`` (the pairs the checks flag at the acceptance floor) and plain
+  fairseq, both at the budget with REX, and compare.
 * ``no-estimate``: no feature file with pair checks and no ``--dynamics``.
 
-The figures: docs/results/converged/README.md and its summary.json (corpus
+The evidence of each verdict (diagnose.figures.EVIDENCE) is printed with it and listed
+below. The figures: docs/results/converged/README.md and its summary.json (corpus
 ``multi30k-noisy``, arms ``plain-checked`` and ``default``; corpus ``multi30k``, arms
 ``history`` and ``plain``), docs/results/noise/summary.json and
 docs/results/noise/gpu-h200/summary.json (corpus ``multi30k-realistic``),
@@ -86,8 +71,9 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 
-from .figures import MAX_DENSITY, REFERENCE_SHARE, curve_row
+from .figures import EVIDENCE, MAX_DENSITY, REFERENCE_SHARE, curve_row
 from .inputs import DiagnosisError, check_checkpoint, check_data, check_dynamics, check_output
 from .scoring import diagnose
 
@@ -167,7 +153,10 @@ def format_curve(rows):
 def parse_cli(argv=None):
     p = argparse.ArgumentParser(
         prog="autoassist-diagnose", description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1].split("\n\nReports on labelled")[0] + "\n\nexamples:\n"
+        epilog=__doc__.split("\n\n", 1)[1].split("\n\nReports on labelled")[0] + "\n\n"
+        "evidence, per verdict:\n" + "\n".join(
+            textwrap.fill(text, 90, initial_indent=f"* {code}: ", subsequent_indent="  ")
+            for code, text in EVIDENCE.items()) + "\n\nexamples:\n"
         "  autoassist-diagnose --data work/multi30k --checkpoint "
         "OUT/autoassist-s1/checkpoints/checkpoint_last.pt --out diagnosis.json\n"
         "  autoassist-diagnose --data work/crawl --checkpoint RUN/checkpoints/checkpoint4.pt "
