@@ -252,7 +252,9 @@ def test_verdict_rule(checks, dynamics, expected):
         assert command.startswith("fairseq-train work/crawl --task translation")
         assert "--lr-scheduler rex" in command and "autoassist-filter" not in command
     elif code == "noise-rule":
-        assert "35.69 against 34.56, 35.26 and 34.85" in reason and "compare" in reason
+        assert "35.69 against 34.56, 35.26 and 34.85" in reason
+        assert "Train both at the budget and compare" in reason
+        assert "by 0.1 with each run's penalty chosen on the valid split" in reason
         rule, plain = command.split("; and ")
         assert rule.startswith("fairseq-train work/crawl --task autoassist_translation")
         assert "--assistant-rule noise" in rule and "--max-update BUDGET" in rule
